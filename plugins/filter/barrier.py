@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters ``barrier_analysis`` and ``fair_share``: the barrier report's arithmetic, usable in any play."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, parse_rate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
+from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import max_min_rates, predict_completions
+from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
+
+
+def barrier_analysis(records, baseline_gbps=None, bottleneck=None, name=None):
+    if not isinstance(records, list):
+        raise AnsibleFilterError("barrier_analysis: expected a list of flow results, got %s" % type(records).__name__)
+    try:
+        return analyze_step([dict(r) for r in records], baseline_gbps=baseline_gbps, bottleneck=bottleneck, name=name)
+    except BarrierInputError as exc:
+        raise AnsibleFilterError("barrier_analysis: %s" % exc)
+
+
+def fair_share(flows, links, volumes=None):
+    if not isinstance(flows, dict) or not isinstance(links, dict):
+        raise AnsibleFilterError("fair_share: flows and links must be dicts ({flow: [link, ...]}, {link: rate})")
+    try:
+        caps = {name: parse_rate(rate, "links.%s" % name, minimum=1) for name, rate in links.items()}
+        rates = max_min_rates({f: list(p) for f, p in flows.items()}, caps)
+        out = {f: {"rate_bps": rates[f]} for f in flows}
+        if volumes is not None:
+            times = predict_completions({f: list(p) for f, p in flows.items()}, caps, dict(volumes))
+            for f in flows:
+                out[f]["completion_s"] = times[f]
+        return out
+    except (UnitError, KeyError) as exc:
+        raise AnsibleFilterError("fair_share: %s" % exc)
+
+
+def flow_plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch"):
+    try:
+        return plan(experiment, groups, hostvars, line_rate=line_rate, mtu=int(mtu), switch=switch)
+    except ExperimentError as exc:
+        raise AnsibleFilterError("flow_plan: %s" % exc)
+
+
+def netns_lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_group="sinks",
+                    workers_group="workers"):
+    try:
+        return lab_hosts(groups, hostvars, prefix, subnet, sinks_group, workers_group)
+    except LabError as exc:
+        raise AnsibleFilterError("netns_lab_hosts: %s" % exc)
+
+
+class FilterModule:
+    def filters(self):
+        return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
+                "netns_lab_hosts": netns_lab_hosts}

@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument handling for the ``flow`` module: validate, build a FlowSpec, run the engine, report."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import tempfile
+import time
+from datetime import datetime
+
+from ._flow_engine import ENGINES, FlowError, FlowSpec
+from ._units import UnitError, parse_size
+from . import _flow_tcp  # noqa: F401  (registers the tcp engine)
+
+ARGUMENT_SPEC = dict(
+    engine=dict(type="str", default="tcp", choices=["tcp"]),
+    role=dict(type="str", required=True, choices=["server", "client"]),
+    state=dict(type="str", default="started", choices=["started", "stopped"]),
+    address=dict(type="str", required=True),
+    port=dict(type="int", default=18600),
+    source=dict(type="str"),
+    token=dict(type="str", required=True, no_log=False),
+    flow_id=dict(type="str"),
+    volume=dict(type="raw"),
+    duration=dict(type="float"),
+    start_at=dict(type="raw"),
+    start_tolerance=dict(type="float", default=0.001),
+    timeout=dict(type="float", default=300.0),
+    interval=dict(type="float", default=1.0),
+    expected_clients=dict(type="int", default=1),
+    max_bytes=dict(type="raw"),
+    annotations=dict(type="dict", default={}),
+    result_dir=dict(type="path"),
+)
+MUTUALLY_EXCLUSIVE = [("volume", "duration")]
+REQUIRED_IF = [("role", "client", ("start_at",))]
+
+
+def parse_instant(value, name="start_at"):
+    """An absolute wall-clock instant: epoch seconds (number or numeric string) or ISO 8601 with a zone."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise FlowError(
+            "%s: %r is not an instant; give epoch seconds (e.g. 1795941057.77) or ISO 8601 with a zone "
+            "(e.g. 2026-11-29T09:00:00.000+00:00)" % (name, value)
+        )
+    if parsed.tzinfo is None:
+        raise FlowError("%s: %r has no time zone; add one (e.g. +00:00) so every host reads the same instant" % (name, value))
+    return parsed.timestamp()
+
+
+def _check_address(value, name, allow_wildcard=False):
+    try:
+        addr = ipaddress.ip_address(value)
+    except ValueError:
+        raise FlowError("%s: %r is not an IP address; give the lab address (e.g. 198.18.0.1)" % (name, value))
+    if addr.is_unspecified and not allow_wildcard:
+        raise FlowError(
+            "%s: %s would listen on every interface; a flow server binds to the lab address only" % (name, value)
+        )
+    return str(addr)
+
+
+def build_spec(params, now=None):
+    """Validate module parameters into a FlowSpec; raise FlowError with a message naming the parameter."""
+    now = time.time() if now is None else now
+    role = params["role"]
+    if not 1 <= params["port"] <= 65535:
+        raise FlowError("port: %d is not a TCP port (1-65535)" % params["port"])
+    for key in ("timeout", "interval"):
+        if params[key] <= 0:
+            raise FlowError("%s: %s must be more than 0 seconds" % (key, params[key]))
+    if params["start_tolerance"] < 0:
+        raise FlowError("start_tolerance: %s must be 0 or more seconds" % params["start_tolerance"])
+    spec = FlowSpec(
+        role=role,
+        address=_check_address(params["address"], "address"),
+        port=params["port"],
+        token=params["token"],
+        flow_id=params.get("flow_id") or socket.gethostname(),
+        timeout=params["timeout"],
+        interval=params["interval"],
+        start_tolerance=params["start_tolerance"],
+    )
+    if not params["token"]:
+        raise FlowError("token: must not be empty; use one random token per run, the same on servers and clients")
+    try:
+        if role == "client":
+            if params.get("volume") is None and params.get("duration") is None:
+                raise FlowError("volume or duration: a client needs one (e.g. volume: 1GB or duration: 10)")
+            if params.get("volume") is not None:
+                spec.volume = parse_size(params["volume"], "volume")
+            if params.get("duration") is not None:
+                if params["duration"] <= 0:
+                    raise FlowError("duration: %s must be more than 0 seconds" % params["duration"])
+                spec.duration = params["duration"]
+            spec.start_at = parse_instant(params["start_at"])
+            if spec.start_at + spec.timeout < now:
+                raise FlowError(
+                    "start_at: %s is %.1f s in the past, beyond the flow's timeout; compute it once per step as "
+                    "now + a lead time" % (params["start_at"], now - spec.start_at)
+                )
+            if params.get("source"):
+                spec.source = _check_address(params["source"], "source")
+        else:
+            if params.get("expected_clients", 1) < 1:
+                raise FlowError("expected_clients: %s must be 1 or more" % params["expected_clients"])
+            spec.expected_clients = params["expected_clients"]
+            if params.get("max_bytes") is not None:
+                spec.max_bytes = parse_size(params["max_bytes"], "max_bytes")
+    except UnitError as exc:
+        raise FlowError(str(exc))
+    return spec
+
+
+def write_result(result_dir, name, data):
+    """Write one result atomically (temp file + rename), so a crash never leaves half a JSON file."""
+    os.makedirs(result_dir, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % name, dir=result_dir)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=1, sort_keys=True)
+    path = os.path.join(result_dir, name + ".json")
+    os.replace(tmp, path)
+    return path
+
+
+def run_module(module):
+    params = module.params
+    try:
+        spec = build_spec(params)
+    except FlowError as exc:
+        module.fail_json(msg=str(exc))
+    engine = ENGINES[params["engine"]]()
+    if module.check_mode:
+        module.exit_json(changed=False, msg="check mode: no traffic sent", flow={"role": spec.role, "status": "skipped"})
+    if spec.role == "server" and params["state"] == "stopped":
+        module.exit_json(changed=False, flow=engine.stop(spec))
+    result = engine.serve(spec) if spec.role == "server" else engine.send(spec)
+    result["annotations"] = params["annotations"]
+    if params.get("result_dir"):
+        result["result_file"] = write_result(params["result_dir"], "%s-%s" % (spec.role, spec.flow_id), result)
+    if result["status"] != "ok":
+        module.fail_json(msg="%s flow %s: %s" % (spec.role, spec.flow_id, result.get("error")), flow=result)
+    module.exit_json(changed=True, flow=result)

@@ -1,0 +1,439 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The built-in TCP flow engine: one elephant per client, timed on the hosts.
+
+Wire protocol (all integers big-endian):
+
+* client -> server, before the start instant: ``HELLO`` = b"AFL1" | token (16 bytes) | volume (u64, 0 = until EOF)
+  | flow id length (u16) | flow id (utf-8). The server answers b"OK" (accepted) or b"NO" + reason and closes.
+* client -> server from the start instant: the payload (zero pages sent with ``sendfile`` from a memfd).
+* server -> client once the volume (or EOF) is in: ``DONE`` = bytes received (u64) | first byte (f64 epoch s)
+  | last byte (f64 epoch s). The client's receipt of DONE is "last byte acknowledged by the receiver".
+* anyone -> server: ``STOP`` = b"AFLS" | token. Ends a server early (a failed step), keeping what it has.
+
+A wrong token is refused and counted; nothing a peer sends is executed or used in a path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hmac
+import os
+import select
+import socket
+import struct
+import threading
+import time
+
+from ._flow_engine import FlowEngine, FlowSpec, register_engine, wait_until
+
+MAGIC_HELLO = b"AFL1"
+MAGIC_STOP = b"AFLS"
+_DONE = struct.Struct("!Qdd")
+_HELLO_TAIL = struct.Struct("!QH")
+_CHUNK = 4 * 1024 * 1024  # bytes per sendfile / splice call
+_ZERO_FILE_SIZE = 64 * 1024 * 1024
+_TCP_INFO_LEN = 232
+_F_SETPIPE_SZ = 1031
+# Offsets in struct tcp_info (include/uapi/linux/tcp.h): tcpi_rtt u32 @68, tcpi_total_retrans u32 @100,
+# tcpi_bytes_acked u64 @120 (Linux >= 4.1).
+_RTT_OFF, _RETRANS_OFF, _ACKED_OFF = 68, 100, 120
+
+
+def token_bytes(token: str) -> bytes:
+    """The 16-byte wire form of a run token (any string; hashed so length and alphabet do not matter)."""
+    import hashlib
+
+    return hashlib.sha256(token.encode("utf-8")).digest()[:16]
+
+
+def tcp_info(sock: socket.socket) -> dict:
+    raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
+    info = {"rtt_us": struct.unpack_from("I", raw, _RTT_OFF)[0], "retransmits": struct.unpack_from("I", raw, _RETRANS_OFF)[0]}
+    info["bytes_acked"] = struct.unpack_from("Q", raw, _ACKED_OFF)[0] if len(raw) >= _ACKED_OFF + 8 else None
+    return info
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        part = sock.recv(size - len(data))
+        if not part:
+            raise ConnectionError("peer closed the connection after %d of %d bytes" % (len(data), size))
+        data += part
+    return data
+
+
+class _Sampler(threading.Thread):
+    """Every ``interval`` seconds, read how many bytes the receiver has acknowledged (TCP_INFO)."""
+
+    def __init__(self, sock, t0_wall, interval):
+        super().__init__(daemon=True)
+        self.sock, self.t0, self.interval = sock, t0_wall, interval
+        self.samples = []
+        self._stop_event = threading.Event()
+
+    def run(self):
+        last_t, last_b = 0.0, 0
+        n = 1
+        while not self._stop_event.is_set():
+            target = self.t0 + n * self.interval
+            if self._stop_event.wait(max(0.0, target - time.time())):
+                break
+            self._take(time.time(), last_t, last_b)
+            last_t, last_b = self.samples[-1]["t"], self.samples[-1]["bytes"]
+            n += 1
+
+    def _take(self, now, last_t, last_b):
+        try:
+            info = tcp_info(self.sock)
+        except OSError:
+            return
+        acked = info["bytes_acked"] or 0
+        t = now - self.t0
+        span = t - last_t
+        self.samples.append(
+            {
+                "t": round(t, 6),
+                "bytes": acked,
+                "gbps": round((acked - last_b) * 8 / span / 1e9, 6) if span > 0 else 0.0,
+                "retransmits": info["retransmits"],
+                "rtt_us": info["rtt_us"],
+            }
+        )
+
+    def finish(self, now):
+        self._stop_event.set()
+        self.join(timeout=2)
+        last_t = self.samples[-1]["t"] if self.samples else 0.0
+        last_b = self.samples[-1]["bytes"] if self.samples else 0
+        if now - self.t0 - last_t > 0.001:
+            self._take(now, last_t, last_b)
+        return self.samples
+
+
+def _zero_fd(size: int) -> int:
+    fd = os.memfd_create("aifabric-flow", 0)
+    os.ftruncate(fd, size)
+    return fd
+
+
+@register_engine
+class TcpEngine(FlowEngine):
+    name = "tcp"
+
+    # ------------------------------------------------------------------ client
+    def send(self, spec: FlowSpec) -> dict:
+        result = {
+            "engine": self.name,
+            "role": "client",
+            "flow_id": spec.flow_id,
+            "peer": spec.address,
+            "port": spec.port,
+            "start_at": spec.start_at,
+            "volume_bytes": spec.volume,
+            "duration_target_s": spec.duration,
+            "bytes": 0,
+            "status": "error",
+            "error": None,
+        }
+        deadline = spec.start_at + spec.timeout
+        sock = None
+        zero_fd = None
+        try:
+            sock = self._connect(spec, result)
+            if sock is None:
+                return result
+            zero_fd = _zero_fd(min(_ZERO_FILE_SIZE, spec.volume or _ZERO_FILE_SIZE))
+            arrived = time.time()
+            result["arrived_at"] = arrived
+            if arrived > spec.start_at + spec.start_tolerance:
+                result["status"] = "late"
+                result["late_s"] = round(arrived - spec.start_at, 6)
+                result["error"] = (
+                    "arrived %.3f s after the start instant (tolerance %.3f s); refused to start so the step's flows "
+                    "stay synchronized. Give the play more lead time (start_lead)."
+                    % (arrived - spec.start_at, spec.start_tolerance)
+                )
+                return result
+            start = wait_until(spec.start_at)
+            result["start"] = start
+            result["late_s"] = round(start - spec.start_at, 6)
+            watchdog = threading.Timer(max(0.0, deadline - time.time()), self._abort, (sock,))
+            watchdog.daemon = True
+            watchdog.start()
+            sampler = _Sampler(sock, start, spec.interval)
+            sampler.start()
+            try:
+                sent = self._pump(sock, zero_fd, spec, start)
+                result["first_byte"] = start
+                result["bytes_sent"] = sent
+                if spec.volume is None:
+                    sock.shutdown(socket.SHUT_WR)
+                done = _recv_exact(sock, _DONE.size)
+                acked = time.time()
+            finally:
+                watchdog.cancel()
+            samples = sampler.finish(acked)
+            received, srv_first, srv_last = _DONE.unpack(done)
+            info = tcp_info(sock)
+            duration = acked - start
+            result.update(
+                {
+                    "bytes": received,
+                    "last_byte_acked": acked,
+                    "duration_s": round(duration, 6),
+                    "completion_s": round(acked - spec.start_at, 6),
+                    "gbps": round(received * 8 / duration / 1e9, 6) if duration > 0 else 0.0,
+                    "server_first_byte": srv_first,
+                    "server_last_byte": srv_last,
+                    "retransmits": info["retransmits"],
+                    "rtt_us": info["rtt_us"],
+                    "samples": samples,
+                }
+            )
+            if spec.volume is not None and received != spec.volume:
+                result["error"] = "the server received %d of %d bytes" % (received, spec.volume)
+            else:
+                result["status"] = "ok"
+        except (OSError, ConnectionError) as exc:
+            if time.time() >= deadline:
+                result["status"] = "timeout"
+                result["error"] = "flow did not complete within timeout=%ss (%s)" % (spec.timeout, exc)
+            else:
+                result["error"] = "%s: %s" % (type(exc).__name__, exc)
+            result["bytes"] = result.get("bytes_sent", result["bytes"])
+        finally:
+            if sock is not None:
+                sock.close()
+            if zero_fd is not None:
+                os.close(zero_fd)
+        return result
+
+    @staticmethod
+    def _abort(sock):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _connect(self, spec, result):
+        """Connect and pass the HELLO before the start instant, retrying while the server comes up."""
+        flow_id = spec.flow_id.encode("utf-8")[:512]
+        hello = MAGIC_HELLO + token_bytes(spec.token) + _HELLO_TAIL.pack(spec.volume or 0, len(flow_id)) + flow_id
+        last_error = None
+        give_up = spec.start_at if spec.start_at > time.time() else time.time() + 1.0
+        while True:
+            sock = socket.socket(socket.AF_INET6 if ":" in spec.address else socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                if spec.source:
+                    sock.bind((spec.source, 0))
+                sock.settimeout(max(0.2, give_up - time.time()))
+                sock.connect((spec.address, spec.port))
+                sock.sendall(hello)
+                answer = _recv_exact(sock, 2)
+                if answer != b"OK":
+                    reason = sock.recv(512).decode("utf-8", "replace")
+                    sock.close()
+                    result["error"] = "the server at %s:%d refused the flow: %s" % (spec.address, spec.port, reason)
+                    return None
+                sock.settimeout(None)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return sock
+            except (OSError, ConnectionError) as exc:
+                sock.close()
+                last_error = exc
+            if time.time() + 0.05 >= give_up:
+                result["error"] = (
+                    "no flow server answered at %s:%d before the start instant (%s). Start the servers of a step "
+                    "before its clients, and check the address and port." % (spec.address, spec.port, last_error)
+                )
+                return None
+            time.sleep(0.05)
+
+    @staticmethod
+    def _pump(sock, zero_fd, spec, start):
+        size = os.fstat(zero_fd).st_size
+        sent = 0
+        fileno = sock.fileno()
+        end = start + spec.duration if spec.duration is not None else None
+        while True:
+            if spec.volume is not None:
+                left = spec.volume - sent
+                if left <= 0:
+                    return sent
+            else:
+                if time.time() >= end:
+                    return sent
+                left = _CHUNK
+            offset = sent % size
+            count = min(left, _CHUNK, size - offset)
+            n = os.sendfile(fileno, zero_fd, offset, count)
+            if n == 0:
+                raise ConnectionError("the connection closed after %d bytes" % sent)
+            sent += n
+
+    # ------------------------------------------------------------------ server
+    def serve(self, spec: FlowSpec) -> dict:
+        result = {
+            "engine": self.name,
+            "role": "server",
+            "address": spec.address,
+            "port": spec.port,
+            "expected_clients": spec.expected_clients,
+            "flows": [],
+            "rejected": [],
+            "status": "error",
+            "error": None,
+        }
+        token = token_bytes(spec.token)
+        deadline = time.time() + spec.timeout
+        lock = threading.Lock()
+        stop = threading.Event()
+        workers = []
+        listener = socket.socket(socket.AF_INET6 if ":" in spec.address else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((spec.address, spec.port))
+            listener.listen(max(16, spec.expected_clients * 2))
+            result["listening_at"] = time.time()
+            while not stop.is_set():
+                with lock:
+                    finished = sum(1 for f in result["flows"] if f.get("status") in ("ok", "error"))
+                if finished >= spec.expected_clients:
+                    break
+                remaining = deadline - time.time()
+                if remaining <= 0:
+                    result["error"] = "deadline reached (timeout=%ss) with %d of %d flows complete" % (
+                        spec.timeout, finished, spec.expected_clients)
+                    break
+                ready, _, _ = select.select([listener], [], [], min(0.2, remaining))
+                if not ready:
+                    continue
+                conn, peer = listener.accept()
+                worker = threading.Thread(
+                    target=self._handle, args=(conn, peer, token, spec, deadline, result, lock, stop), daemon=True
+                )
+                worker.start()
+                workers.append(worker)
+        except OSError as exc:
+            result["error"] = "cannot listen on %s:%d: %s" % (spec.address, spec.port, exc)
+        finally:
+            listener.close()
+            stop.set()
+            for worker in workers:
+                worker.join(timeout=max(0.1, deadline - time.time()))
+        flows = result["flows"]
+        if result["error"] is None:
+            if result.get("stopped"):
+                result["error"] = "stopped by request with %d of %d flows complete" % (
+                    sum(1 for f in flows if f.get("status") == "ok"), spec.expected_clients)
+            elif any(f.get("status") != "ok" for f in flows):
+                result["error"] = "; ".join("%s: %s" % (f.get("flow_id"), f.get("error")) for f in flows if f.get("error"))
+            else:
+                result["status"] = "ok"
+        result["bytes"] = sum(f.get("bytes", 0) for f in flows)
+        return result
+
+    def _handle(self, conn, peer, token, spec, deadline, result, lock, stop):
+        entry = {"peer": peer[0], "status": "receiving", "bytes": 0}
+        try:
+            conn.settimeout(max(0.1, min(5.0, deadline - time.time())))
+            magic = _recv_exact(conn, 4)
+            if magic == MAGIC_STOP:
+                if hmac.compare_digest(_recv_exact(conn, 16), token):
+                    with lock:
+                        result["stopped"] = True
+                    stop.set()
+                    conn.sendall(b"OK")
+                else:
+                    with lock:
+                        result["rejected"].append({"peer": peer[0], "reason": "stop with a wrong token"})
+                return
+            if magic != MAGIC_HELLO:
+                with lock:
+                    result["rejected"].append({"peer": peer[0], "reason": "not a flow client"})
+                return
+            if not hmac.compare_digest(_recv_exact(conn, 16), token):
+                conn.sendall(b"NOwrong run token")
+                with lock:
+                    result["rejected"].append({"peer": peer[0], "reason": "wrong run token"})
+                return
+            volume, id_len = _HELLO_TAIL.unpack(_recv_exact(conn, _HELLO_TAIL.size))
+            entry["flow_id"] = _recv_exact(conn, id_len).decode("utf-8", "replace")
+            limit = spec.max_bytes
+            if limit is not None and volume > limit:
+                conn.sendall(("NOvolume %d exceeds the server's max_bytes %d" % (volume, limit)).encode())
+                entry.update(status="error", error="refused volume %d > max_bytes %d" % (volume, limit))
+                with lock:
+                    result["flows"].append(entry)
+                return
+            with lock:
+                result["flows"].append(entry)
+            conn.sendall(b"OK")
+            conn.settimeout(None)
+            entry["volume_bytes"] = volume or None
+            received, first, last = self._drain(conn, volume or None, limit, deadline, stop)
+            entry.update(bytes=received, first_byte=first, last_byte=last)
+            if volume and received < volume:
+                entry.update(status="error", error="connection ended after %d of %d bytes" % (received, volume))
+                return
+            conn.settimeout(2.0)
+            conn.sendall(_DONE.pack(received, first or 0.0, last or 0.0))
+            entry["status"] = "ok"
+        except (OSError, ConnectionError) as exc:
+            entry.update(status="error", error="%s: %s" % (type(exc).__name__, exc))
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _drain(conn, volume, limit, deadline, stop):
+        """Receive until ``volume`` bytes (or EOF) through splice into /dev/null: no copy into Python."""
+        fileno = conn.fileno()
+        pipe_r, pipe_w = os.pipe()
+        try:
+            fcntl.fcntl(pipe_w, _F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass  # the default 64 KiB pipe works, with more calls
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        received, first, last = 0, None, None
+        cap = volume if volume is not None else limit
+        try:
+            os.set_blocking(fileno, False)
+            while cap is None or received < cap:
+                want = _CHUNK if cap is None else min(_CHUNK, cap - received)
+                try:
+                    n = os.splice(fileno, pipe_w, want, flags=getattr(os, "SPLICE_F_MOVE", 1))
+                except BlockingIOError:
+                    if stop.is_set() or time.time() >= deadline:
+                        break
+                    select.select([fileno], [], [], 0.2)
+                    continue
+                if n == 0:
+                    break
+                now = time.time()
+                if first is None:
+                    first = now
+                last = now
+                received += n
+                while n > 0:
+                    n -= os.splice(pipe_r, devnull, n)
+        finally:
+            os.set_blocking(fileno, True)
+            for fd in (pipe_r, pipe_w, devnull):
+                os.close(fd)
+        return received, first, last
+
+    def stop(self, spec: FlowSpec) -> dict:
+        """Ask a running server of this run (same token) to end now."""
+        result = {"engine": self.name, "role": "stop", "address": spec.address, "port": spec.port}
+        try:
+            with socket.create_connection((spec.address, spec.port), timeout=2.0) as sock:
+                sock.sendall(MAGIC_STOP + token_bytes(spec.token))
+                result["stopped"] = sock.recv(2) == b"OK"
+                result["status"] = "ok" if result["stopped"] else "error"
+        except OSError as exc:
+            # Nothing listening: the server already ended. That is the goal of a stop.
+            result.update(stopped=False, status="ok", note="no server listening (%s)" % exc)
+        return result

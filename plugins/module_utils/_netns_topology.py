@@ -1,0 +1,178 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A star of network namespaces around a switch namespace's bridge, through netlink (pyroute2).
+
+Every lab host is a namespace with one veth (``interface``, default ``eth0``) whose peer (``port``) sits in the
+switch namespace, enslaved to the bridge. Addresses, MTU and link state are part of the desired state, so a second
+run changes nothing, and ``absent`` removes every namespace the topology names (and with them their links).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+
+
+class TopologyError(ValueError):
+    pass
+
+
+def validate(params):
+    """Check names, addresses and uniqueness; return the normalised topology."""
+    switch = params["switch_namespace"]
+    bridge = params["bridge"]
+    if not _NAME.match(switch):
+        raise TopologyError("switch_namespace: %r is not a namespace name (letters, digits, . _ -; at most 64)" % switch)
+    if not _IFNAME.match(bridge):
+        raise TopologyError("bridge: %r is not an interface name (at most 15 characters)" % bridge)
+    if not 68 <= params["mtu"] <= 65535:
+        raise TopologyError("mtu: %d is outside 68-65535" % params["mtu"])
+    hosts, seen_ns, seen_port, seen_addr = [], {switch}, {bridge}, set()
+    for i, host in enumerate(params["hosts"]):
+        where = "hosts[%d]" % i
+        ns = host.get("namespace")
+        if not ns or not _NAME.match(ns):
+            raise TopologyError("%s.namespace: %r is not a namespace name" % (where, ns))
+        if ns in seen_ns:
+            raise TopologyError("%s.namespace: %s is used twice (or is the switch's)" % (where, ns))
+        seen_ns.add(ns)
+        iface = host.get("interface") or "eth0"
+        port = host.get("port")
+        for key, value in (("interface", iface), ("port", port)):
+            if not value or not _IFNAME.match(value):
+                raise TopologyError("%s.%s: %r is not an interface name (at most 15 characters)" % (where, key, value))
+        if port in seen_port:
+            raise TopologyError("%s.port: %s is used twice in the switch namespace" % (where, port))
+        seen_port.add(port)
+        try:
+            addr = ipaddress.ip_interface(host.get("address"))
+        except ValueError:
+            raise TopologyError("%s.address: %r is not an address with a prefix (e.g. 198.18.0.11/24)" % (
+                where, host.get("address")))
+        if addr.ip in seen_addr:
+            raise TopologyError("%s.address: %s is used twice" % (where, addr.ip))
+        seen_addr.add(addr.ip)
+        hosts.append({"namespace": ns, "interface": iface, "port": port, "address": str(addr)})
+    return {"switch": switch, "bridge": bridge, "mtu": params["mtu"], "hosts": hosts}
+
+
+class Topology:
+    def __init__(self, netns, iproute):
+        """``netns``: pyroute2.netns-like (listnetns/create/remove); ``iproute``: IPRoute class (netns= keyword)."""
+        self.netns = netns
+        self.iproute = iproute
+
+    def missing(self, topo):
+        """What differs from the desired topology, as a list of readable items (empty: nothing to do)."""
+        present = set(self.netns.listnetns())
+        todo = []
+        if topo["switch"] not in present:
+            todo.append("namespace %s" % topo["switch"])
+            todo += ["namespace %s" % h["namespace"] for h in topo["hosts"] if h["namespace"] not in present]
+            todo += ["link %s" % h["port"] for h in topo["hosts"]]
+            return todo
+        with self.iproute(netns=topo["switch"]) as sw:
+            bridge = sw.link_lookup(ifname=topo["bridge"])
+            if not bridge:
+                todo.append("bridge %s" % topo["bridge"])
+            else:
+                link = sw.get_links(bridge[0])[0]
+                if link.get_attr("IFLA_MTU") != topo["mtu"] or not link["flags"] & 1:
+                    todo.append("bridge %s mtu/up" % topo["bridge"])
+            for h in topo["hosts"]:
+                if h["namespace"] not in present:
+                    todo.append("namespace %s" % h["namespace"])
+                    todo.append("link %s" % h["port"])
+                    continue
+                port = sw.link_lookup(ifname=h["port"])
+                if not port:
+                    todo.append("link %s" % h["port"])
+                    continue
+                link = sw.get_links(port[0])[0]
+                if (link.get_attr("IFLA_MTU") != topo["mtu"] or not link["flags"] & 1
+                        or link.get_attr("IFLA_MASTER") != (bridge[0] if bridge else None)):
+                    todo.append("port %s mtu/up/master" % h["port"])
+                todo += self._host_missing(h, topo["mtu"])
+        return todo
+
+    def _host_missing(self, h, mtu):
+        with self.iproute(netns=h["namespace"]) as ipr:
+            found = ipr.link_lookup(ifname=h["interface"])
+            if not found:
+                return ["interface %s in %s" % (h["interface"], h["namespace"])]
+            link = ipr.get_links(found[0])[0]
+            todo = []
+            if link.get_attr("IFLA_MTU") != mtu or not link["flags"] & 1:
+                todo.append("interface %s in %s mtu/up" % (h["interface"], h["namespace"]))
+            want = ipaddress.ip_interface(h["address"])
+            have = {(a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ipr.get_addr(index=found[0])}
+            if (str(want.ip), want.network.prefixlen) not in have:
+                todo.append("address %s in %s" % (h["address"], h["namespace"]))
+            lo = ipr.link_lookup(ifname="lo")
+            if lo and not ipr.get_links(lo[0])[0]["flags"] & 1:
+                todo.append("lo up in %s" % h["namespace"])
+            return todo
+
+    def apply(self, topo):
+        present = set(self.netns.listnetns())
+        for ns in [topo["switch"]] + [h["namespace"] for h in topo["hosts"]]:
+            if ns not in present:
+                self.netns.create(ns)
+        with self.iproute(netns=topo["switch"]) as sw:
+            if not sw.link_lookup(ifname=topo["bridge"]):
+                sw.link("add", ifname=topo["bridge"], kind="bridge")
+            bridge = sw.link_lookup(ifname=topo["bridge"])[0]
+            sw.link("set", index=bridge, mtu=topo["mtu"], state="up")
+            lo = sw.link_lookup(ifname="lo")[0]
+            sw.link("set", index=lo, state="up")
+            for h in topo["hosts"]:
+                with self.iproute(netns=h["namespace"]) as ipr:
+                    if not ipr.link_lookup(ifname=h["interface"]):
+                        stale = sw.link_lookup(ifname=h["port"])
+                        if stale:
+                            sw.link("del", index=stale[0])
+                        sw.link("add", ifname=h["port"], kind="veth",
+                                peer={"ifname": h["interface"], "net_ns_fd": h["namespace"]})
+                    index = ipr.link_lookup(ifname=h["interface"])[0]
+                    ipr.link("set", index=index, mtu=topo["mtu"], state="up")
+                    want = ipaddress.ip_interface(h["address"])
+                    have = {(a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ipr.get_addr(index=index)}
+                    if (str(want.ip), want.network.prefixlen) not in have:
+                        ipr.addr("add", index=index, address=str(want.ip), prefixlen=want.network.prefixlen)
+                    ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+                port = sw.link_lookup(ifname=h["port"])[0]
+                sw.link("set", index=port, master=bridge, mtu=topo["mtu"], state="up")
+
+    def present_namespaces(self, topo):
+        present = set(self.netns.listnetns())
+        return [ns for ns in [h["namespace"] for h in topo["hosts"]] + [topo["switch"]] if ns in present]
+
+    def remove(self, topo):
+        for ns in self.present_namespaces(topo):
+            self.netns.remove(ns)
+
+
+def run(module, netns, iproute):
+    try:
+        topo = validate(module.params)
+    except TopologyError as exc:
+        module.fail_json(msg=str(exc))
+    topology = Topology(netns, iproute)
+    if module.params["state"] == "present":
+        todo = topology.missing(topo)
+        changed = bool(todo)
+        if changed and not module.check_mode:
+            topology.apply(topo)
+        diff = {"before": {"missing": todo}, "after": {"missing": []}}
+    else:
+        todo = topology.present_namespaces(topo)
+        changed = bool(todo)
+        if changed and not module.check_mode:
+            topology.remove(topo)
+        diff = {"before": {"namespaces": todo}, "after": {"namespaces": []}}
+    module.exit_json(changed=changed, changes=todo, diff=diff,
+                     namespaces=[topo["switch"]] + [h["namespace"] for h in topo["hosts"]])

@@ -1,0 +1,243 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: flow
+short_description: Run one synchronized elephant flow, timed on the host
+version_added: 0.1.0
+description:
+  - Runs one side of a bulk flow between lab hosts. A C(server) receives the flows of one step and ends after its
+    O(expected_clients) have finished, after a O(state=stopped) request of the same run, or at its O(timeout).
+  - A C(client) connects and is admitted before O(start_at), sleeps until that wall-clock instant and starts sending
+    within a millisecond of it (the result's RV(flow.late_s) says how close). A client that arrives after
+    O(start_at) + O(start_tolerance) refuses to start and says by how much, so a step never mixes late flows in.
+  - Every timestamp is taken on the host: the start, the server's first and last byte, and the moment the receiver
+    confirmed the last byte. Interval samples read the bytes the receiver acknowledged (C(TCP_INFO)).
+  - The C(tcp) engine is built in (C(sendfile) from zero pages, C(splice) into C(/dev/null) on the receiver).
+    Engines sit behind one interface; the RDMA C(perftest) engine joins it.
+  - Run servers with C(async) and C(poll=0) before the clients, and collect them with M(ansible.builtin.async_status)
+    after. The playbooks of this collection do this, and stop the servers in an C(always) section.
+author:
+  - aifabric.lab contributors
+attributes:
+  check_mode:
+    support: full
+    details: In check mode no socket is opened and no traffic is sent.
+  diff_mode:
+    support: none
+  idempotent:
+    support: none
+    details: Every run sends a new flow.
+options:
+  engine:
+    description: The flow engine.
+    type: str
+    default: tcp
+    choices: [tcp]
+  role:
+    description: Which side of the flow this host runs.
+    type: str
+    required: true
+    choices: [server, client]
+  state:
+    description:
+      - With O(role=server), V(stopped) asks a running server of the same O(token) at O(address) and O(port) to end
+        now, keeping what it received. Used in C(always) sections so a failed step never leaves a server behind.
+    type: str
+    default: started
+    choices: [started, stopped]
+  address:
+    description:
+      - The server's lab address. A server binds to it (never to a wildcard address); a client connects to it.
+    type: str
+    required: true
+  port:
+    description: The server's TCP port.
+    type: int
+    default: 18600
+  source:
+    description: The client's local address to send from. Defaults to the kernel's choice.
+    type: str
+  token:
+    description:
+      - A per-run token. A server admits only clients (and stop requests) that present the same token, so flows of
+        another run or a stray connection are refused and listed in RV(flow.rejected).
+    type: str
+    required: true
+  flow_id:
+    description: A name for the flow in results. Playbooks pass C(inventory_hostname). Defaults to the hostname.
+    type: str
+  volume:
+    description:
+      - Bytes to send, like C(1GB), C(9.83GB), C(512MiB) or a plain number. Powers of 1000 for KB, MB, GB, TB and of
+        1024 for KiB, MiB, GiB, TiB.
+      - Mutually exclusive with O(duration). A client needs one of them.
+    type: raw
+  duration:
+    description: Seconds to send for, instead of a fixed O(volume).
+    type: float
+  start_at:
+    description:
+      - The step's start instant, wall clock, computed once by the play for every host. Epoch seconds or ISO 8601
+        with a time zone. Required for clients. The hosts' clocks must agree (one machine in the netns lab; NTP/PTP
+        on a real lab).
+    type: raw
+  start_tolerance:
+    description: How late (seconds) a client may arrive at O(start_at) and still start.
+    type: float
+    default: 0.001
+  timeout:
+    description:
+      - Seconds the flow may take. A client counts from O(start_at) and ends with RV(flow.status=timeout) when it
+        passes; a server ends at its start plus this.
+    type: float
+    default: 300.0
+  interval:
+    description: Seconds between interval samples.
+    type: float
+    default: 1.0
+  expected_clients:
+    description: How many client flows a server waits for before it ends.
+    type: int
+    default: 1
+  max_bytes:
+    description: The most one client flow may send to this server (a size like O(volume)). Unbounded by default.
+    type: raw
+  annotations:
+    description:
+      - Free-form facts about the experiment that the result carries for the barrier report, for example the step
+        name, the path's links and rates, the throttle applied to this worker and the MTU.
+      - See the experiment documentation (C(docs/experiments.md)) for the keys the report reads.
+    type: dict
+    default: {}
+  result_dir:
+    description:
+      - A directory on the host where the result is written as JSON (atomically) as soon as the flow ends.
+    type: path
+notes:
+  - The clients of one step start together only if every host reads the same clock; in the netns lab all hosts
+    share one kernel clock.
+seealso:
+  - module: aifabric.lab.tc_shape
+  - plugin: aifabric.lab.barrier_report
+    plugin_type: callback
+"""
+
+EXAMPLES = r"""
+- name: Start the sink's server for three workers
+  aifabric.lab.flow:
+    role: server
+    address: 198.18.0.1
+    token: "{{ run_token }}"
+    expected_clients: 3
+    timeout: 120
+  async: 180
+  poll: 0
+  register: server_job
+
+- name: Send 1 GB from every worker at one instant
+  aifabric.lab.flow:
+    role: client
+    address: 198.18.0.1
+    token: "{{ run_token }}"
+    flow_id: "{{ inventory_hostname }}"
+    volume: 1GB
+    start_at: "{{ step_start_at }}"
+    annotations:
+      step: barrier
+      throttle: 2gbit
+
+- name: Stop the server of this run (always section)
+  aifabric.lab.flow:
+    role: server
+    state: stopped
+    address: 198.18.0.1
+    token: "{{ run_token }}"
+"""
+
+RETURN = r"""
+flow:
+  description: The flow's result, also when it failed (then RV(flow.status) and RV(flow.error) say why).
+  returned: always
+  type: dict
+  contains:
+    status:
+      description: V(ok), V(late) (refused to start), V(timeout), V(error), or V(skipped) in check mode.
+      type: str
+      sample: ok
+    error:
+      description: What went wrong, or null.
+      type: str
+    bytes:
+      description: Bytes the receiver confirmed (client), or received over all flows (server).
+      type: int
+      sample: 1000000000
+    start_at:
+      description: The requested start instant (epoch seconds).
+      type: float
+    start:
+      description: When the client started sending (epoch seconds, host clock).
+      type: float
+    late_s:
+      description: O(start_at) to the actual start (client), or how late it arrived when refused.
+      type: float
+      sample: 0.000004
+    last_byte_acked:
+      description: When the client received the receiver's confirmation of the last byte.
+      type: float
+    completion_s:
+      description: From O(start_at) to the confirmed last byte; the figure the barrier report uses.
+      type: float
+      sample: 8.06
+    duration_s:
+      description: From the actual start to the confirmed last byte.
+      type: float
+    gbps:
+      description: Goodput, RV(flow.bytes) over RV(flow.duration_s), in Gb/s.
+      type: float
+      sample: 2.978
+    samples:
+      description: Interval samples, each with C(t) (s since start), C(bytes) acknowledged, C(gbps) in the interval,
+        C(retransmits) and C(rtt_us).
+      type: list
+      elements: dict
+    flows:
+      description: Server only. One entry per admitted client with C(flow_id), C(peer), C(bytes), C(first_byte),
+        C(last_byte), C(status).
+      type: list
+      elements: dict
+    rejected:
+      description: Server only. Connections refused (wrong token, not a flow client).
+      type: list
+      elements: dict
+    annotations:
+      description: The O(annotations) given.
+      type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aifabric.lab.plugins.module_utils._flow_module import (
+    ARGUMENT_SPEC,
+    MUTUALLY_EXCLUSIVE,
+    REQUIRED_IF,
+    run_module,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        mutually_exclusive=MUTUALLY_EXCLUSIVE,
+        required_if=REQUIRED_IF,
+        supports_check_mode=True,
+    )
+    run_module(module)
+
+
+if __name__ == "__main__":
+    main()

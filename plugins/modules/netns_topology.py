@@ -1,0 +1,145 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: netns_topology
+short_description: A lab of network namespaces wired to one bridge
+version_added: 0.1.0
+description:
+  - Creates (or removes) a star of Linux network namespaces: one namespace per lab host, each with a veth whose peer
+    is a port of a bridge in a switch namespace. Sets the MTU everywhere, the hosts' addresses, and brings links up.
+  - Used by the C(aifabric.lab.netns_lab) role, which derives the hosts from the inventory. Rate limits (the shared
+    bottleneck, throttles) are separate: M(aifabric.lab.tc_shape) in the switch or host namespaces.
+  - Talks netlink through pyroute2 only.
+author:
+  - aifabric.lab contributors
+requirements:
+  - pyroute2
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The diff lists what is missing (present) or the namespaces to delete (absent).
+  idempotent:
+    support: full
+options:
+  switch_namespace:
+    description: The namespace that holds the bridge.
+    type: str
+    required: true
+  bridge:
+    description: The bridge's name in the switch namespace.
+    type: str
+    default: br0
+  mtu:
+    description: The MTU of the bridge, its ports and the hosts' interfaces.
+    type: int
+    default: 9000
+  hosts:
+    description: The lab hosts.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      namespace:
+        description: The host's namespace.
+        type: str
+        required: true
+      interface:
+        description: The host's interface name inside its namespace.
+        type: str
+        default: eth0
+      port:
+        description: The name of the host's bridge port in the switch namespace (at most 15 characters).
+        type: str
+        required: true
+      address:
+        description: The host's address with prefix, like C(198.18.0.11/24).
+        type: str
+        required: true
+  state:
+    description: V(present) builds the lab; V(absent) deletes every namespace it names, with their links.
+    type: str
+    default: present
+    choices: [present, absent]
+seealso:
+  - module: aifabric.lab.tc_shape
+  - plugin: aifabric.lab.netns
+    plugin_type: connection
+"""
+
+EXAMPLES = r"""
+- name: Two workers and a sink around one bridge
+  aifabric.lab.netns_topology:
+    switch_namespace: afl-switch
+    mtu: 9000
+    hosts:
+      - {namespace: afl-sink, port: p-sink, address: 198.18.0.1/24}
+      - {namespace: afl-worker1, port: p-worker1, address: 198.18.0.11/24}
+      - {namespace: afl-worker2, port: p-worker2, address: 198.18.0.12/24}
+
+- name: Tear it down
+  aifabric.lab.netns_topology:
+    switch_namespace: afl-switch
+    hosts:
+      - {namespace: afl-sink, port: p-sink, address: 198.18.0.1/24}
+    state: absent
+"""
+
+RETURN = r"""
+changes:
+  description: What was (or, in check mode, would be) created or removed.
+  returned: always
+  type: list
+  elements: str
+  sample: [namespace afl-switch, link p-sink]
+namespaces:
+  description: Every namespace of the topology, the switch's first.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from pyroute2 import IPRoute, netns
+except ImportError:
+    IPRoute = netns = None
+    PYROUTE2_IMPORT_ERROR = traceback.format_exc()
+else:
+    PYROUTE2_IMPORT_ERROR = None
+
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import run
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            switch_namespace=dict(type="str", required=True),
+            bridge=dict(type="str", default="br0"),
+            mtu=dict(type="int", default=9000),
+            hosts=dict(type="list", elements="dict", required=True, options=dict(
+                namespace=dict(type="str", required=True),
+                interface=dict(type="str", default="eth0"),
+                port=dict(type="str", required=True),
+                address=dict(type="str", required=True),
+            )),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+        ),
+        supports_check_mode=True,
+    )
+    if IPRoute is None:
+        module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
+    run(module, netns, IPRoute)
+
+
+if __name__ == "__main__":
+    main()

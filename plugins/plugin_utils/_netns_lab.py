@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The embedded lab's topology, derived from the inventory (used by the netns_lab role)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+__all__ = ["LabError", "lab_hosts", "port_name"]
+
+
+class LabError(ValueError):
+    pass
+
+
+def port_name(host):
+    """The host's bridge port in the switch namespace (interface names hold at most 15 characters)."""
+    return ("p-" + host)[:15]
+
+
+def lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_group="sinks", workers_group="workers"):
+    """``[{namespace, port, address}]`` for the sinks then the workers; every error names the host and the fix."""
+    try:
+        network = ipaddress.ip_network(subnet, strict=False)
+    except ValueError:
+        raise LabError("lab_subnet: %r is not a subnet (e.g. 198.18.0.0/24)" % (subnet,))
+    sinks = list(groups.get(sinks_group) or [])
+    workers = list(groups.get(workers_group) or [])
+    if not sinks:
+        raise LabError("the inventory has no host in group %r; the lab needs a sink" % sinks_group)
+    if not workers:
+        raise LabError("the inventory has no host in group %r; the lab needs workers" % workers_group)
+    out, ports = [], {}
+    for host in sinks + workers:
+        addr = (hostvars.get(host) or {}).get("lab_address")
+        if not addr:
+            raise LabError("host %s has no lab_address; give it an address in %s" % (host, network))
+        try:
+            ip = ipaddress.ip_address(str(addr))
+        except ValueError:
+            raise LabError("host %s: lab_address %r is not an IP address" % (host, addr))
+        if ip not in network:
+            raise LabError("host %s: lab_address %s is outside lab_subnet %s" % (host, ip, network))
+        port = port_name(host)
+        if port in ports:
+            raise LabError("hosts %s and %s share the port name %s (first 13 characters); rename one" % (
+                ports[port], host, port))
+        ports[port] = host
+        out.append({"namespace": prefix + host, "port": port, "address": "%s/%d" % (ip, network.prefixlen)})
+    return out

@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run directories, the steps they hold, and the barrier report in text and JSON.
+
+A run directory holds ``flows/<step>/<host>.json`` (one file per flow, written atomically the moment its result
+reaches the controller), then ``report.json`` and ``report.txt``. ``render_run(path)`` rebuilds the report from the
+flow files alone, so a run interrupted before its report loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+
+from jinja2 import Environment, StrictUndefined
+
+from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
+
+__all__ = ["RunDirectory", "build_report", "render_text", "render_run"]
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _safe(name):
+    return _SAFE.sub("_", str(name)).strip("._") or "unnamed"
+
+
+def atomic_write(path, text):
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class RunDirectory:
+    """One directory per run under ``runs_dir``."""
+
+    def __init__(self, runs_dir, label="run", clock=time.time):
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(clock()))
+        base = os.path.join(runs_dir, "%s-%s" % (stamp, _safe(label)))
+        path, n = base, 1
+        while os.path.exists(path):
+            n += 1
+            path = "%s-%d" % (base, n)
+        os.makedirs(path)
+        self.path = os.path.abspath(path)
+
+    def add_flow(self, step, record):
+        atomic_write(os.path.join(self.path, "flows", _safe(step), _safe(record["host"]) + ".json"),
+                     json.dumps(record, indent=1, sort_keys=True))
+
+    def write_report(self, report):
+        atomic_write(os.path.join(self.path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
+        text = render_text(report)
+        atomic_write(os.path.join(self.path, "report.txt"), text)
+        return text
+
+
+def load_steps(path):
+    """``{step: [record, ...]}`` from a run directory's flow files (the order of steps as first written)."""
+    steps = {}
+    flows = os.path.join(path, "flows")
+    if not os.path.isdir(flows):
+        raise FileNotFoundError("%s has no flows/ directory: is it a run directory?" % path)
+    entries = []
+    for step in os.listdir(flows):
+        for name in os.listdir(os.path.join(flows, step)):
+            if name.endswith(".json"):
+                full = os.path.join(flows, step, name)
+                with open(full) as handle:
+                    record = json.load(handle)
+                entries.append((record.get("received_at", os.path.getmtime(full)), record.get("step", step), record))
+    for _, step, record in sorted(entries, key=lambda e: e[0]):
+        steps.setdefault(step, []).append(record)
+    return steps
+
+
+def build_report(steps, run_path=None):
+    """The whole run's report: every step analysed, baselines first so later steps can compare to them."""
+    report = {"schema_version": SCHEMA_VERSION, "run_dir": run_path, "steps": [], "baseline_gbps": None}
+    baseline = None
+    for name, records in steps.items():
+        kinds = {(r.get("annotations") or {}).get("kind") for r in records}
+        step = analyze_step([r for r in records if r.get("role", "client") == "client"], baseline_gbps=baseline,
+                            name=name)
+        step["kind"] = "baseline" if "baseline" in kinds else "barrier"
+        if step["kind"] == "baseline" and step["status"] == "ok" and len(step["workers"]) == 1:
+            baseline = step["workers"][0]["gbps"]
+            report["baseline_gbps"] = baseline
+            step["samples"] = next((r.get("samples") for r in records), None)
+        report["steps"].append(step)
+    report["status"] = "ok" if all(s["status"] == "ok" for s in report["steps"]) else "failed"
+    return report
+
+
+_TEXT = """\
+{% for s in report.steps %}
+=== {{ s.kind }} step '{{ s.step }}': {{ s.workers_completed }}/{{ s.workers_expected }} flows complete\
+{{ (', bottleneck %s' % s.bottleneck) if s.bottleneck else '' }}
+{% if s.kind == 'baseline' and s.status == 'ok' %}
+{% set w = s.workers[0] %}
+  single flow {{ w.host }}: {{ '%.3f' % w.gbps }} Gb/s, {{ '%.2f' % w.completion_s }} s\
+{{ (' (fair share predicts %.2f s)' % w.predicted_s) if w.predicted_s else '' }}
+{% if s.samples %}
+  interval Gb/s: {{ s.samples | map(attribute='gbps') | map('round', 2) | join(' ') }}
+{% endif %}
+{% else %}
+  {{ '%-14s %12s %8s %9s %6s %11s %8s  %s' % ('worker', 'completion s', 'Gb/s', 'idle s', 'idle', 'predicted s', 'pred err', 'throttle') }}
+{% for w in s.workers %}
+{% if s.status == 'ok' %}
+  {{ '%-14s %12.2f %8.3f %9.2f %5.0f%% %11s %8s  %s' % (w.host, w.completion_s, w.gbps, w.idle_s, w.idle_share * 100,
+     ('%.2f' % w.predicted_s) if w.predicted_s else '-',
+     ('%+.1f%%' % (w.prediction_error * 100)) if w.prediction_error is defined else '-', w.throttle or '-') }}
+{% elif w.status == 'ok' %}
+  {{ '%-14s %12s %8s' % (w.host, 'done', '') }}  {{ w.bytes }} bytes confirmed (kept, not used for a step time)
+{% else %}
+  {{ '%-14s %12s %8s' % (w.host, w.status | upper, '') }}  {{ w.error }}
+{% endif %}
+{% endfor %}
+{% if s.status == 'ok' %}
+  step time (max)        {{ '%.2f' % s.step_s }} s{{ ('   (fair share predicts %.2f s)' % s.predicted_step_s) if s.predicted_step_s else '' }}
+  mean completion        {{ '%.2f' % s.mean_completion_s }} s: understates the step by {{ '%.2f' % s.mean_understates_s }} s ({{ '%.0f' % (s.mean_understates_share * 100) }}%)
+  straggler              {{ s.straggler.host }}: {{ s.straggler.cause }}, {{ '%.2f' % s.straggler.behind_next_s }} s behind the next worker
+  healthy workers idle   {{ '%.0f' % (s.healthy_idle_share * 100) }}% of the step ({{ '%.2f' % s.idle_worker_seconds }} worker-seconds)
+  sum of flow rates      {{ '%.3f' % s.sum_of_flow_gbps }} Gb/s\
+{{ (' = %.1f%% of the %s bottleneck' % (s.sum_of_flow_share_of_bottleneck * 100, s.bottleneck)) if s.bottleneck_gbps is defined else '' }}\
+{{ ('; single-flow baseline %.3f Gb/s (%.1f%%)' % (s.baseline_gbps, s.sum_of_flow_vs_baseline * 100)) if s.baseline_gbps else '' }}
+  step goodput           {{ '%.3f' % s.aggregate_gbps }} Gb/s (all bytes / step time)
+  start skew             {{ '%.3f' % (s.start_skew_s * 1000) }} ms (first byte, max - min)
+  verdict                {{ s.verdict }}
+{% else %}
+  STEP FAILED: no step time is computed over the survivors.
+{% for f in s.failed %}
+  - {{ f.host }} ({{ f.status }}): {{ f.cause }}
+{% endfor %}
+{% endif %}
+{% endif %}
+{% endfor %}
+"""
+
+_ENV = Environment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, trim_blocks=True,
+                   lstrip_blocks=True)
+_TEMPLATE = _ENV.from_string(_TEXT)
+
+
+def render_text(report):
+    return _TEMPLATE.render(report=report)
+
+
+def render_run(path):
+    """Rebuild report.json and report.txt of a run directory from its flow files; return the text."""
+    report = build_report(load_steps(path), run_path=os.path.abspath(path))
+    text = render_text(report)
+    atomic_write(os.path.join(path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
+    atomic_write(os.path.join(path, "report.txt"), text)
+    return text
