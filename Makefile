@@ -1,0 +1,88 @@
+# aifabric.lab: `make demo` and `make test` set everything up on a fresh Debian 12 machine (as root) and run.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON      ?= /usr/bin/python3
+VENV        := $(CURDIR)/.venv
+BIN         := $(VENV)/bin
+COLLECTIONS := $(CURDIR)/.collections
+COLL_LINK   := $(COLLECTIONS)/ansible_collections/aifabric/lab
+APT_PKGS    := python3-venv iproute2 iperf3 procps
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(BIN):$(PATH)
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help setup setup-test demo test lab-up lab-down clean-lab units integration molecule sanity lint \
+        benchmarks build install-check render
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+.stamps/apt: Makefile
+	@mkdir -p .stamps
+	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing $$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@touch $@
+
+.stamps/venv: requirements.txt .stamps/apt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+.stamps/venv-test: requirements-test.txt .stamps/venv
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-test.txt
+	@touch $@
+
+$(COLL_LINK):
+	@mkdir -p $(dir $(COLL_LINK))
+	@ln -sfn $(CURDIR) $(COLL_LINK)
+
+setup: .stamps/venv $(COLL_LINK) ## install what the demo needs (apt, pinned pip into .venv)
+
+setup-test: setup .stamps/venv-test ## install the test tooling too
+
+demo: setup ## run the seed's barrier experiment on the embedded netns lab and print the report
+	@trap 'ansible-playbook playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook playbooks/demo.yml
+
+lab-up: setup ## bring the netns lab up (and leave it up)
+	ansible-playbook playbooks/lab_up.yml
+
+lab-down: setup ## remove the netns lab
+	ansible-playbook playbooks/lab_down.yml
+
+render: setup ## rebuild a report from a run directory: make render RUN=runs/<dir>
+	ansible-playbook playbooks/render_report.yml -e run_dir=$(RUN)
+
+test: setup-test ## run the whole test suite (lint, sanity, units, integration, molecule)
+	@bash tests/run-all.sh
+
+units: setup-test ## unit tests
+	$(BIN)/pytest -q tests/unit
+
+integration: setup-test ## integration targets on real namespaces
+	bash tests/integration/run.sh
+
+molecule: setup-test ## molecule scenario of the netns_lab role
+	cd roles/netns_lab && $(BIN)/molecule test
+
+sanity: setup-test ## ansible-test sanity
+	bash tests/sanity/run.sh
+
+lint: setup-test ## ruff and ansible-lint (production profile)
+	$(BIN)/ruff check plugins tests benchmarks
+	$(BIN)/ansible-lint --profile production roles playbooks
+
+benchmarks: setup-test ## start skew, goodput and engine figures (printed, not asserted)
+	$(BIN)/python benchmarks/start_skew.py
+	$(BIN)/python benchmarks/goodput.py
+	$(BIN)/python benchmarks/engine_vs_iperf3.py
+
+build: setup ## build the collection tarball into build/
+	@mkdir -p build
+	ansible-galaxy collection build --force --output-path build .

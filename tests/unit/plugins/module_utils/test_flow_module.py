@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowError
+from ansible_collections.aifabric.lab.plugins.module_utils._flow_module import (
+    ARGUMENT_SPEC,
+    build_spec,
+    parse_instant,
+    write_result,
+)
+
+NOW = 1_800_000_000.0
+
+
+def params(**kw):
+    base = {k: v.get("default") for k, v in ARGUMENT_SPEC.items()}
+    base.update(role="client", address="198.18.0.1", token="t", volume="1GB", start_at=NOW + 5)
+    base.update(kw)
+    return base
+
+
+def test_client_spec():
+    spec = build_spec(params(flow_id="worker1"), now=NOW)
+    assert spec.volume == 10**9 and spec.start_at == NOW + 5 and spec.flow_id == "worker1"
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"address": "sink"}, "address: 'sink' is not an IP address"),
+        ({"address": "0.0.0.0", "role": "server"}, "would listen on every interface"),
+        ({"port": 0}, "port: 0 is not a TCP port"),
+        ({"volume": "1 gallon"}, "volume: unknown size unit"),
+        ({"volume": None, "duration": None}, "volume or duration"),
+        ({"volume": None, "duration": -1.0}, "duration: -1.0 must be more than 0"),
+        ({"start_at": NOW - 1000}, "start_at: .* in the past"),
+        ({"start_at": "yesterday"}, "start_at: 'yesterday' is not an instant"),
+        ({"start_at": "2026-11-29T09:00:00"}, "has no time zone"),
+        ({"timeout": 0.0}, "timeout: 0.0 must be more than 0"),
+        ({"interval": -1.0}, "interval"),
+        ({"start_tolerance": -0.1}, "start_tolerance"),
+        ({"token": ""}, "token: must not be empty"),
+        ({"source": "nowhere"}, "source: 'nowhere' is not an IP address"),
+        ({"role": "server", "expected_clients": 0}, "expected_clients: 0"),
+        ({"role": "server", "max_bytes": "lots"}, "max_bytes"),
+    ],
+)
+def test_bad_input_names_the_parameter(overrides, message):
+    with pytest.raises(FlowError, match=message):
+        build_spec(params(**overrides), now=NOW)
+
+
+def test_instants():
+    assert parse_instant("2026-11-29T09:00:00+00:00") == pytest.approx(1795942800.0)
+    assert parse_instant("2026-11-29T09:00:00Z") == pytest.approx(1795942800.0)
+    assert parse_instant("1795942800.25") == 1795942800.25
+    assert parse_instant(5) == 5.0
+
+
+def test_write_result_is_atomic(tmp_path):
+    path = write_result(str(tmp_path / "r"), "client-w1", {"bytes": 1})
+    assert json.load(open(path)) == {"bytes": 1}
+    assert os.listdir(str(tmp_path / "r")) == ["client-w1.json"]

@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
+
+SEED_VOLUME = 9_830_000_000
+
+
+def worker(host, completion, throttle=None, status="ok", gbps=None, start=1000.0, path=True):
+    ann = {"step": "barrier", "mtu": 9000, "bottleneck": "8gbit"}
+    if path:
+        ann["path"] = [{"link": "sw->sink", "rate": "8gbit"}] + (
+            [{"link": "%s egress" % host, "rate": throttle}] if throttle else [])
+    if throttle:
+        ann["throttle"] = throttle
+    rec = {"host": host, "status": status, "completion_s": completion, "bytes": SEED_VOLUME,
+           "volume_bytes": SEED_VOLUME, "start": start, "annotations": ann}
+    rec["gbps"] = gbps if gbps is not None else (SEED_VOLUME * 8 / completion / 1e9 if completion else None)
+    if status != "ok":
+        rec["error"] = "boom"
+    return rec
+
+
+def test_seed_figures():
+    """The seed: 27.6, 27.6 and 40.75 s -> step 40.75 s, healthy idle 13.15 s = 32% of the step."""
+    report = analyze_step([worker("w1", 27.6), worker("w2", 27.6), worker("w3", 40.75, "2gbit")])
+    assert report["status"] == "ok"
+    assert report["step_s"] == 40.75
+    by = {w["host"]: w for w in report["workers"]}
+    assert by["w1"]["idle_s"] == pytest.approx(13.15)
+    assert by["w1"]["idle_share"] == pytest.approx(13.15 / 40.75, abs=1e-6)
+    assert round(by["w1"]["idle_share"] * 100) == 32
+    assert by["w3"]["idle_s"] == 0.0
+    assert report["mean_completion_s"] == pytest.approx((27.6 * 2 + 40.75) / 3)
+    assert report["mean_understates_s"] == pytest.approx(40.75 - (27.6 * 2 + 40.75) / 3)
+    assert report["straggler"]["host"] == "w3"
+    assert report["straggler"]["cause"] == "throttled to 2gbit"
+    assert report["straggler"]["behind_next_s"] == pytest.approx(13.15)
+    assert report["healthy_idle_share"] == pytest.approx(13.15 / 40.75, abs=1e-6)
+    assert report["idle_worker_seconds"] == pytest.approx(26.3)
+
+
+def test_seed_prediction_and_bottleneck_share():
+    report = analyze_step([worker("w1", 27.6), worker("w2", 27.6), worker("w3", 40.75, "2gbit")], baseline_gbps=7.94)
+    by = {w["host"]: w for w in report["workers"]}
+    factor = 8948 / 9014
+    assert by["w1"]["predicted_s"] == pytest.approx(SEED_VOLUME * 8 / (3e9 * factor), rel=1e-6)
+    assert by["w3"]["predicted_s"] == pytest.approx(SEED_VOLUME * 8 / (2e9 * factor), rel=1e-6)
+    assert report["bottleneck_gbps"] == 8.0
+    total = sum(w["gbps"] for w in report["workers"])
+    assert report["sum_of_flow_gbps"] == pytest.approx(total)
+    assert report["sum_of_flow_vs_baseline"] == pytest.approx(total / 7.94)
+
+
+def test_failed_worker_fails_the_step_and_keeps_survivors():
+    report = analyze_step([worker("w1", 27.6), worker("w2", None, status="timeout"), worker("w3", 40.75, "2gbit")])
+    assert report["status"] == "failed"
+    assert report["step_s"] is None and report["straggler"] is None
+    assert report["failed"] == [{"host": "w2", "status": "timeout", "cause": "boom"}]
+    assert report["workers_completed"] == 2
+    kept = {w["host"]: w for w in report["workers"]}
+    assert kept["w1"]["bytes"] == SEED_VOLUME and kept["w1"]["status"] == "ok"
+    assert "w2 boom" in report["verdict"]
+
+
+def test_unthrottled_straggler_is_explained_by_the_prediction():
+    report = analyze_step([worker("w1", 27.6), worker("w2", 33.0)])
+    assert report["straggler"]["host"] == "w2"
+    assert "no throttle applied" in report["straggler"]["cause"]
+    assert "slower than its fair share predicts" in report["straggler"]["cause"]
+
+
+def test_without_paths_there_is_no_prediction():
+    report = analyze_step([worker("a", 2.0, path=False), worker("b", 4.0, path=False)])
+    assert all(w["predicted_s"] is None for w in report["workers"])
+    assert report["straggler"]["cause"] == "no throttle applied"
+    assert report["idle_worker_seconds"] == pytest.approx(2.0)
+
+
+def test_start_skew_from_host_timestamps():
+    report = analyze_step([worker("a", 2.0, start=100.0001), worker("b", 2.0, start=100.0004)])
+    assert report["start_skew_s"] == pytest.approx(0.0003)
+
+
+@pytest.mark.parametrize(
+    "records, message",
+    [
+        ([], "no flow results"),
+        ([{"status": "ok"}], "has no 'host'"),
+        ([worker("a", 1.0), worker("a", 2.0)], "appears twice"),
+    ],
+)
+def test_bad_input(records, message):
+    with pytest.raises(BarrierInputError, match=message):
+        analyze_step(records)
+
+
+def test_contradicting_link_rates_are_reported_not_raised():
+    a = worker("a", 1.0)
+    b = worker("b", 1.0)
+    b["annotations"]["path"] = [{"link": "sw->sink", "rate": "4gbit"}]
+    report = analyze_step([a, b])
+    assert "two rates" in report["prediction_error"]
+    assert report["status"] == "ok"
