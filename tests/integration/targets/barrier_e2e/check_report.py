@@ -1,0 +1,28 @@
+"""Check a barrier run's report.json against the shaping (3 workers, 8gbit bottleneck, worker3 at 2gbit, MTU 9000)."""
+import json
+import sys
+
+report = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read()
+steps = {s["step"]: s for s in report["steps"]}
+assert report["status"] == "ok", report
+base = steps["elephant"]
+assert base["kind"] == "baseline"
+factor = 8948 / 9014
+assert abs(base["workers"][0]["gbps"] / (8 * factor) - 1) < 0.03, base["workers"][0]
+step = steps["barrier"]
+w = {x["host"]: x for x in step["workers"]}
+assert step["step_s"] == w["worker3"]["completion_s"] == max(x["completion_s"] for x in w.values())
+assert step["straggler"]["host"] == "worker3" and "2gbit" in step["straggler"]["cause"]
+for host, rate in (("worker1", 3), ("worker2", 3), ("worker3", 2)):
+    assert abs(w[host]["gbps"] / (rate * factor) - 1) < 0.05, (host, w[host]["gbps"])
+    assert abs(w[host]["completion_s"] / w[host]["predicted_s"] - 1) < 0.05, w[host]
+assert abs(w["worker1"]["idle_share"] - 1 / 3) < 0.05, w["worker1"]
+assert step["baseline_gbps"] == base["workers"][0]["gbps"]
+assert step["start_skew_s"] < 0.005, step["start_skew_s"]
+for key in ("step_s", "mean_completion_s", "straggler"):
+    assert key in step
+for key in ("host", "completion_s", "gbps", "idle_s", "idle_share", "predicted_s"):
+    assert all(key in x for x in step["workers"]), key
+assert "BARRIER REPORT" in out and "report: " + sys.argv[1] in out
+print("report OK: step %.3f s, shares %s" % (step["step_s"], {h: round(x["idle_share"], 3) for h, x in w.items()}))

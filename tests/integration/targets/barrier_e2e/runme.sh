@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# End to end on a lab of its own (namespaces aflt-e2e-*): lab up, elephant, barrier step with one worker throttled,
+# report JSON checked against the shaping, lab down (also when anything fails), nothing left behind.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report
+export AIFABRIC_RUNS_DIR="$work/runs"
+export ANSIBLE_FORKS=20
+inv="$work/hosts.yml"
+cat > "$inv" <<INV
+all:
+  vars:
+    ansible_connection: aifabric.lab.netns
+    ansible_netns_prefix: aflt-e2e-
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+    lab_namespace_prefix: aflt-e2e-
+    lab_subnet: 198.18.7.0/24
+    lab_mtu: 9000
+    lab_line_rate: 8gbit
+  children:
+    switches: {hosts: {switch: {}}}
+    sinks: {hosts: {sink: {lab_address: 198.18.7.1}}}
+    workers: {hosts: {worker1: {lab_address: 198.18.7.11}, worker2: {lab_address: 198.18.7.12}, worker3: {lab_address: 198.18.7.13}}}
+INV
+cleanup() {
+  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
+  left=$(ip netns list | awk '{print $1}' | grep '^aflt-e2e-' || true)
+  rm -rf "$work"
+  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
+}
+trap cleanup EXIT
+
+ansible-playbook -i "$inv" aifabric.lab.lab_up
+ansible-playbook -i "$inv" aifabric.lab.elephant aifabric.lab.barrier \
+  -e elephant_volume=1GB -e barrier_volume=750MB -e '{"barrier_throttles": {"worker3": "2gbit"}}' | tee "$work/out.txt"
+report=$(ls -d "$AIFABRIC_RUNS_DIR"/*/report.json | head -n1)
+python3 "$here/check_report.py" "$report" "$work/out.txt"
+
+# A worker whose path is down for the whole step: the step fails, names the host, keeps the others' results.
+ip -n aflt-e2e-worker2 link set eth0 down
+set +e
+ansible-playbook -i "$inv" aifabric.lab.barrier -e barrier_volume=200MB -e barrier_timeout=6 > "$work/fail.txt" 2>&1
+rc=$?
+set -e
+ip -n aflt-e2e-worker2 link set eth0 up
+test "$rc" -ne 0
+grep -q "STEP FAILED: no step time is computed over the survivors." "$work/fail.txt"
+grep -q -- "- worker2 (error): no flow server answered" "$work/fail.txt"
+# the throttle was removed by the always section although the step failed
+test -z "$(ip netns exec aflt-e2e-worker3 python3 -c 'import os;print(open("/proc/net/dev").read())' >/dev/null; \
+  ip -n aflt-e2e-worker3 -j qdisc show dev eth0 | grep -o '"kind":"htb"' || true)"
+echo "barrier_e2e: OK"
