@@ -55,7 +55,6 @@ import os
 import time
 
 from ansible.plugins.callback import CallbackBase
-
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import RunDirectory, build_report, render_text
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))

@@ -12,12 +12,12 @@ description:
   - Every command of a host runs through C(ip netns exec NAME), so modules see the namespace's interfaces, routes,
     qdiscs and sockets. C(ip netns exec) also remounts C(/sys) for the namespace, which modules that read
     C(/sys/class/net) rely on (a bare C(setns) does not).
-  - Files are transferred locally: a namespace shares the controller's file system.
+  - Files are transferred locally, because a namespace shares the controller's file system.
   - The namespace must exist (C(/run/netns/NAME)); a missing one makes the host unreachable with a message naming it.
     The C(aifabric.lab.netns_lab) role creates the embedded lab's namespaces.
   - Runs as the controller's user, which must be allowed to enter namespaces (root).
 author:
-  - aifabric.lab contributors
+  - aifabric.lab contributors (@aifabric)
 extends_documentation_fragment:
   - ansible.builtin.connection_pipelining
 options:
@@ -69,8 +69,7 @@ NETNS_RUN_DIR = "/run/netns"
 
 def netns_command(ip_executable, name, cmd, shell):
     """The command line that runs ``cmd`` (a shell string) inside namespace ``name``."""
-    return "%s netns exec %s %s -c %s" % (shlex.quote(ip_executable), shlex.quote(name), shlex.quote(shell),
-                                           shlex.quote(cmd))
+    return " ".join(shlex.quote(part) for part in (ip_executable, "netns", "exec", name, shell, "-c", cmd))
 
 
 class Connection(LocalConnection):
@@ -80,7 +79,8 @@ class Connection(LocalConnection):
     has_pipelining = True
 
     def _netns(self):
-        name = (self.get_option("netns_prefix") or "") + (self.get_option("netns_name") or self._play_context.remote_addr)
+        prefix = self.get_option("netns_prefix") or ""
+        name = prefix + (self.get_option("netns_name") or self._play_context.remote_addr)
         if not name or not _NAME.match(name) or name in (".", ".."):
             raise AnsibleConnectionFailure(
                 "netns: %r is not a valid namespace name (letters, digits, '.', '_', '-'; at most 64 characters). "

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
@@ -20,7 +19,7 @@ def barrier_analysis(records, baseline_gbps=None, bottleneck=None, name=None):
     try:
         return analyze_step([dict(r) for r in records], baseline_gbps=baseline_gbps, bottleneck=bottleneck, name=name)
     except BarrierInputError as exc:
-        raise AnsibleFilterError("barrier_analysis: %s" % exc)
+        raise AnsibleFilterError("barrier_analysis: %s" % exc) from None
 
 
 def fair_share(flows, links, volumes=None):
@@ -36,14 +35,14 @@ def fair_share(flows, links, volumes=None):
                 out[f]["completion_s"] = times[f]
         return out
     except (UnitError, KeyError) as exc:
-        raise AnsibleFilterError("fair_share: %s" % exc)
+        raise AnsibleFilterError("fair_share: %s" % exc) from None
 
 
 def flow_plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch"):
     try:
         return plan(experiment, groups, hostvars, line_rate=line_rate, mtu=int(mtu), switch=switch)
     except ExperimentError as exc:
-        raise AnsibleFilterError("flow_plan: %s" % exc)
+        raise AnsibleFilterError("flow_plan: %s" % exc) from None
 
 
 def netns_lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_group="sinks",
@@ -51,7 +50,7 @@ def netns_lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sin
     try:
         return lab_hosts(groups, hostvars, prefix, subnet, sinks_group, workers_group)
     except LabError as exc:
-        raise AnsibleFilterError("netns_lab_hosts: %s" % exc)
+        raise AnsibleFilterError("netns_lab_hosts: %s" % exc) from None
 
 
 class FilterModule:

@@ -14,8 +14,8 @@ import time
 from datetime import datetime
 
 from ._flow_engine import ENGINES, FlowError, FlowSpec
+from ._flow_tcp import TcpEngine
 from ._units import UnitError, parse_size
-from . import _flow_tcp  # noqa: F401  (registers the tcp engine)
 
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", default="tcp", choices=["tcp"]),
@@ -56,9 +56,10 @@ def parse_instant(value, name="start_at"):
         raise FlowError(
             "%s: %r is not an instant; give epoch seconds (e.g. 1795941057.77) or ISO 8601 with a zone "
             "(e.g. 2026-11-29T09:00:00.000+00:00)" % (name, value)
-        )
+        ) from None
     if parsed.tzinfo is None:
-        raise FlowError("%s: %r has no time zone; add one (e.g. +00:00) so every host reads the same instant" % (name, value))
+        raise FlowError(
+            "%s: %r has no time zone; add one (e.g. +00:00) so every host reads the same instant" % (name, value))
     return parsed.timestamp()
 
 
@@ -66,7 +67,7 @@ def _check_address(value, name, allow_wildcard=False):
     try:
         addr = ipaddress.ip_address(value)
     except ValueError:
-        raise FlowError("%s: %r is not an IP address; give the lab address (e.g. 198.18.0.1)" % (name, value))
+        raise FlowError("%s: %r is not an IP address; give the lab address (e.g. 198.18.0.1)" % (name, value)) from None
     if addr.is_unspecified and not allow_wildcard:
         raise FlowError(
             "%s: %s would listen on every interface; a flow server binds to the lab address only" % (name, value)
@@ -122,7 +123,7 @@ def build_spec(params, now=None):
             if params.get("max_bytes") is not None:
                 spec.max_bytes = parse_size(params["max_bytes"], "max_bytes")
     except UnitError as exc:
-        raise FlowError(str(exc))
+        raise FlowError(str(exc)) from None
     return spec
 
 
@@ -143,9 +144,10 @@ def run_module(module):
         spec = build_spec(params)
     except FlowError as exc:
         module.fail_json(msg=str(exc))
-    engine = ENGINES[params["engine"]]()
+    engine = ENGINES.get(params["engine"], TcpEngine)()
     if module.check_mode:
-        module.exit_json(changed=False, msg="check mode: no traffic sent", flow={"role": spec.role, "status": "skipped"})
+        module.exit_json(changed=False, msg="check mode: no traffic sent",
+                         flow={"role": spec.role, "status": "skipped"})
     if spec.role == "server" and params["state"] == "stopped":
         module.exit_json(changed=False, flow=engine.stop(spec))
     result = engine.serve(spec) if spec.role == "server" else engine.send(spec)

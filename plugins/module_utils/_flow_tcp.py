@@ -50,7 +50,10 @@ def token_bytes(token: str) -> bytes:
 
 def tcp_info(sock: socket.socket) -> dict:
     raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
-    info = {"rtt_us": struct.unpack_from("I", raw, _RTT_OFF)[0], "retransmits": struct.unpack_from("I", raw, _RETRANS_OFF)[0]}
+    info = {
+        "rtt_us": struct.unpack_from("I", raw, _RTT_OFF)[0],
+        "retransmits": struct.unpack_from("I", raw, _RETRANS_OFF)[0],
+    }
     info["bytes_acked"] = struct.unpack_from("Q", raw, _ACKED_OFF)[0] if len(raw) >= _ACKED_OFF + 8 else None
     return info
 
@@ -308,7 +311,7 @@ class TcpEngine(FlowEngine):
                     result["error"] = "deadline reached (timeout=%ss) with %d of %d flows complete" % (
                         spec.timeout, finished, spec.expected_clients)
                     break
-                ready, _, _ = select.select([listener], [], [], min(0.2, remaining))
+                ready = select.select([listener], [], [], min(0.2, remaining))[0]
                 if not ready:
                     continue
                 conn, peer = listener.accept()
@@ -330,7 +333,8 @@ class TcpEngine(FlowEngine):
                 result["error"] = "stopped by request with %d of %d flows complete" % (
                     sum(1 for f in flows if f.get("status") == "ok"), spec.expected_clients)
             elif any(f.get("status") != "ok" for f in flows):
-                result["error"] = "; ".join("%s: %s" % (f.get("flow_id"), f.get("error")) for f in flows if f.get("error"))
+                result["error"] = "; ".join(
+                    "%s: %s" % (f.get("flow_id"), f.get("error")) for f in flows if f.get("error"))
             else:
                 result["status"] = "ok"
         result["bytes"] = sum(f.get("bytes", 0) for f in flows)

@@ -26,7 +26,8 @@ def validate(params):
     switch = params["switch_namespace"]
     bridge = params["bridge"]
     if not _NAME.match(switch):
-        raise TopologyError("switch_namespace: %r is not a namespace name (letters, digits, . _ -; at most 64)" % switch)
+        raise TopologyError(
+            "switch_namespace: %r is not a namespace name (letters, digits, . _ -; at most 64)" % switch)
     if not _IFNAME.match(bridge):
         raise TopologyError("bridge: %r is not an interface name (at most 15 characters)" % bridge)
     if not 68 <= params["mtu"] <= 65535:
@@ -52,7 +53,7 @@ def validate(params):
             addr = ipaddress.ip_interface(host.get("address"))
         except ValueError:
             raise TopologyError("%s.address: %r is not an address with a prefix (e.g. 198.18.0.11/24)" % (
-                where, host.get("address")))
+                where, host.get("address"))) from None
         if addr.ip in seen_addr:
             raise TopologyError("%s.address: %s is used twice" % (where, addr.ip))
         seen_addr.add(addr.ip)

@@ -76,7 +76,7 @@ def desired_shaper(params, mtu=1500):
         rate = parse_rate(params["rate"], "rate")
         burst = parse_size(params["burst"], "burst", minimum=64) if params.get("burst") is not None else None
     except UnitError as exc:
-        raise ShapeError(str(exc))
+        raise ShapeError(str(exc)) from None
     if qdisc == "tbf" and rate > TBF_MAX_BPS:
         raise ShapeError(
             "rate: %s is above what tbf can encode (%s, a 32-bit byte rate); use qdisc: htb, which carries 64-bit "
@@ -89,7 +89,8 @@ def desired_shaper(params, mtu=1500):
         try:
             networks.append(str(ipaddress.ip_network(src, strict=False)))
         except ValueError:
-            raise ShapeError("fair_share_sources: %r is not an address or prefix (e.g. 198.18.0.11 or 10.0.1.0/24)" % src)
+            raise ShapeError(
+                "fair_share_sources: %r is not an address or prefix (e.g. 198.18.0.11 or 10.0.1.0/24)" % src) from None
     if len(set(networks)) != len(networks):
         raise ShapeError("fair_share_sources: %s lists a source twice" % networks)
     if len(networks) > 200:
@@ -148,7 +149,7 @@ def decode_u32_keys(sel):
 
 def _network_from_keys(protocol, keys):
     if protocol == ETH_P_IP and len(keys) == 1 and keys[0][2] == 12:
-        val, mask, _ = keys[0]
+        val, mask = keys[0][0], keys[0][1]
         return str(ipaddress.ip_network("%s/%s" % (ipaddress.IPv4Address(val), ipaddress.IPv4Address(mask))))
     if protocol == ETH_P_IPV6:
         addr, mask = bytearray(16), bytearray(16)
@@ -230,11 +231,11 @@ class Shaper:
         sources.sort()
         buffer_ticks = classes[ROOT_CLASS].get_attr("TCA_OPTIONS").get_attr("TCA_HTB_PARMS")["buffer"]
         return {"qdisc": "htb", "rate": rate, "burst": ticks_to_bytes(buffer_ticks, rate // 8),
-                "fair_share_sources": [s for _, s in sources]}
+                "fair_share_sources": [source for _classid, source in sources]}
 
     @staticmethod
-    def _class_rate(cls):
-        opts = cls.get_attr("TCA_OPTIONS")
+    def _class_rate(msg):
+        opts = msg.get_attr("TCA_OPTIONS")
         rate64 = opts.get_attr("TCA_HTB_RATE64")
         return (rate64 or opts.get_attr("TCA_HTB_PARMS")["rate"]) * 8
 
@@ -294,7 +295,7 @@ class Shaper:
             act = opts.get_attr("TCA_U32_ACT") if opts else None
             if not act:
                 continue
-            for _, prio in act.get("attrs", []):
+            for _name, prio in act.get("attrs", []):
                 for key, value in prio.get("attrs", []):
                     if key == "TCA_ACT_OPTIONS":
                         for k2, v2 in value.get("attrs", []):
@@ -334,7 +335,8 @@ def run(module, ipr):
     try:
         shaper = Shaper(ipr, device)
         if ingress and shaper.kind == "ifb":
-            raise ShapeError("device: %s is an ifb device; shape its egress, or name the real device for ingress" % device)
+            raise ShapeError(
+                "device: %s is an ifb device; shape its egress, or name the real device for ingress" % device)
         desired = desired_shaper(params, shaper.mtu) if params["state"] == "present" else None
     except ShapeError as exc:
         module.fail_json(msg=str(exc))
@@ -342,7 +344,8 @@ def run(module, ipr):
     redirected = ingress and target is not None and shaper.ingress_redirect_target() == target
     current = shaper.read(target) if target is not None and (redirected or not ingress) else None
     if current and current.get("foreign") and params["state"] == "present":
-        module.warn("tc_shape: replacing a %s root qdisc on %s that this module did not make" % (current["qdisc"], device))
+        module.warn("tc_shape: replacing a %s root qdisc on %s that this module did not make"
+                    % (current["qdisc"], device))
     if params["state"] == "present":
         changed = not (same_shaper(current, desired) and (redirected or not ingress))
     else:

@@ -15,14 +15,16 @@ description:
   - A C(client) connects and is admitted before O(start_at), sleeps until that wall-clock instant and starts sending
     within a millisecond of it (the result's RV(flow.late_s) says how close). A client that arrives after
     O(start_at) + O(start_tolerance) refuses to start and says by how much, so a step never mixes late flows in.
-  - Every timestamp is taken on the host: the start, the server's first and last byte, and the moment the receiver
-    confirmed the last byte. Interval samples read the bytes the receiver acknowledged (C(TCP_INFO)).
+  - Every timestamp is taken on the host (the start, the server's first and last byte, and the moment the receiver
+    confirmed the last byte). Interval samples read the bytes the receiver acknowledged (C(TCP_INFO)).
   - The C(tcp) engine is built in (C(sendfile) from zero pages, C(splice) into C(/dev/null) on the receiver).
     Engines sit behind one interface; the RDMA C(perftest) engine joins it.
   - Run servers with C(async) and C(poll=0) before the clients, and collect them with M(ansible.builtin.async_status)
     after. The playbooks of this collection do this, and stop the servers in an C(always) section.
 author:
-  - aifabric.lab contributors
+  - aifabric.lab contributors (@aifabric)
+extends_documentation_fragment:
+  - aifabric.lab.attributes
 attributes:
   check_mode:
     support: full
@@ -220,7 +222,6 @@ flow:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.aifabric.lab.plugins.module_utils._flow_module import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,

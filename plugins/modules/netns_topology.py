@@ -10,15 +10,17 @@ module: netns_topology
 short_description: A lab of network namespaces wired to one bridge
 version_added: 0.1.0
 description:
-  - Creates (or removes) a star of Linux network namespaces: one namespace per lab host, each with a veth whose peer
+  - Creates (or removes) a star of Linux network namespaces, one namespace per lab host, each with a veth whose peer
     is a port of a bridge in a switch namespace. Sets the MTU everywhere, the hosts' addresses, and brings links up.
   - Used by the C(aifabric.lab.netns_lab) role, which derives the hosts from the inventory. Rate limits (the shared
-    bottleneck, throttles) are separate: M(aifabric.lab.tc_shape) in the switch or host namespaces.
+    bottleneck, throttles) are separate, through M(aifabric.lab.tc_shape) in the switch or host namespaces.
   - Talks netlink through pyroute2 only.
 author:
-  - aifabric.lab contributors
+  - aifabric.lab contributors (@aifabric)
 requirements:
   - pyroute2
+extends_documentation_fragment:
+  - aifabric.lab.attributes
 attributes:
   check_mode:
     support: full

@@ -13,15 +13,17 @@ description:
   - Puts a rate shaper on a network device, or removes it. Egress shaping sits on the device itself; ingress shaping
     redirects the device's incoming traffic to an ifb device and shapes that device's egress.
   - V(htb) carries 64-bit rates (1kbit to 400gbit). With O(fair_share_sources), each source gets its own class with an
-    equal guaranteed share that may borrow up to O(rate): max-min fair arbitration between sources, which is how the
+    equal guaranteed share that may borrow up to O(rate), which gives max-min fair arbitration between sources. This is how the
     embedded lab models a fabric port shared by several workers.
   - V(tbf) is a single token bucket; its netlink message holds a 32-bit byte rate, so it stops at 34.3gbit.
   - Talks netlink through pyroute2 only; it never runs or parses C(tc).
   - Returns the shaper's counters (bytes, packets, drops, overlimits) after the change, for before/after snapshots.
 author:
-  - aifabric.lab contributors
+  - aifabric.lab contributors (@aifabric)
 requirements:
   - pyroute2
+extends_documentation_fragment:
+  - aifabric.lab.attributes
 attributes:
   check_mode:
     support: full
@@ -68,10 +70,12 @@ options:
     elements: str
     default: []
   ifb_device:
-    description: With O(direction=ingress), the ifb device to create and shape. Defaults to C(ifb-DEVICE) (15 characters).
+    description:
+      - With O(direction=ingress), the ifb device to create and shape. Defaults to C(ifb-DEVICE) (15 characters).
     type: str
   state:
-    description: V(present) puts the shaper in place; V(absent) restores the device's default qdisc (and removes the ifb).
+    description:
+      - V(present) puts the shaper in place; V(absent) restores the device's default qdisc (and removes the ifb).
     type: str
     default: present
     choices: [present, absent]
@@ -123,7 +127,9 @@ counters:
   type: dict
   contains:
     qdisc:
-      description: The root qdisc's C(bytes), C(packets), C(drops), C(overlimits), C(requeues), C(backlog_bytes), C(qlen); null when the device has no root qdisc.
+      description:
+        - The root qdisc's C(bytes), C(packets), C(drops), C(overlimits), C(requeues), C(backlog_bytes), C(qlen).
+        - Null when the device has no root qdisc.
       type: dict
     classes:
       description: Per htb class (C(1:1), C(1:11)...), the same counters.

@@ -13,7 +13,7 @@ fast step that never happened. The failed hosts and causes are listed and the co
 
 from __future__ import annotations
 
-from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, parse_rate, format_rate
+from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import goodput_factor, predict_completions
 
 __all__ = ["analyze_step", "BarrierInputError", "SCHEMA_VERSION"]
@@ -29,7 +29,7 @@ def _rate(value, where):
     try:
         return parse_rate(value, where, minimum=1)
     except UnitError as exc:
-        raise BarrierInputError(str(exc))
+        raise BarrierInputError(str(exc)) from None
 
 
 def _predict(records):
@@ -124,7 +124,8 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
         report["predicted_step_s"] = round(max(predicted.values()), 6)
     if failed:
         report.update(step_s=None, mean_completion_s=None, straggler=None,
-                      verdict="step failed: %s" % "; ".join("%s %s" % (f["host"], f["cause"]) for f in report["failed"]))
+                      verdict="step failed: %s" % "; ".join(
+                          "%s %s" % (f["host"], f["cause"]) for f in report["failed"]))
         return report
 
     times = [r["completion_s"] for r in ok]

@@ -52,7 +52,7 @@ def _address(hostvars, host):
     try:
         return str(ipaddress.ip_interface(addr).ip)
     except ValueError:
-        raise ExperimentError("host %s: lab_address %r is not an IP address" % (host, addr))
+        raise ExperimentError("host %s: lab_address %r is not an IP address" % (host, addr)) from None
 
 
 def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch"):
@@ -61,7 +61,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         raise ExperimentError("experiment: expected a dict (name, pattern, volume, ...), got %r" % (experiment,))
     unknown = sorted(set(experiment) - _KNOWN)
     if unknown:
-        raise ExperimentError("experiment: unknown field(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(_KNOWN))))
+        raise ExperimentError("experiment: unknown field(s) %s; known: %s"
+                              % (", ".join(unknown), ", ".join(sorted(_KNOWN))))
     pattern = experiment.get("pattern", "incast")
     if pattern not in PATTERNS:
         raise ExperimentError("experiment.pattern: %r is not known; use one of %s" % (pattern, ", ".join(PATTERNS)))
@@ -85,10 +86,11 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         throttles = {}
         for host, rate in (experiment.get("throttles") or {}).items():
             if host not in pool and host not in sinks:
-                raise ExperimentError("experiment.throttles: %r is not a lab host (workers: %s)" % (host, ", ".join(pool)))
+                raise ExperimentError("experiment.throttles: %r is not a lab host (workers: %s)"
+                                      % (host, ", ".join(pool)))
             throttles[host] = parse_rate(rate, "experiment.throttles.%s" % host)
     except UnitError as exc:
-        raise ExperimentError(str(exc))
+        raise ExperimentError(str(exc)) from None
     steps = experiment.get("steps", 1)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ExperimentError("experiment.steps: %r; give a whole number of steps, 1 or more" % (steps,))
@@ -108,7 +110,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     hosts = {}
 
     def host_entry(host):
-        return hosts.setdefault(host, {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host)})
+        return hosts.setdefault(
+            host, {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host)})
 
     bottlenecks = {}
     for src, dst in pairs:

@@ -24,7 +24,7 @@ def lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_gro
     try:
         network = ipaddress.ip_network(subnet, strict=False)
     except ValueError:
-        raise LabError("lab_subnet: %r is not a subnet (e.g. 198.18.0.0/24)" % (subnet,))
+        raise LabError("lab_subnet: %r is not a subnet (e.g. 198.18.0.0/24)" % (subnet,)) from None
     sinks = list(groups.get(sinks_group) or [])
     workers = list(groups.get(workers_group) or [])
     if not sinks:
@@ -39,7 +39,7 @@ def lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_gro
         try:
             ip = ipaddress.ip_address(str(addr))
         except ValueError:
-            raise LabError("host %s: lab_address %r is not an IP address" % (host, addr))
+            raise LabError("host %s: lab_address %r is not an IP address" % (host, addr)) from None
         if ip not in network:
             raise LabError("host %s: lab_address %s is outside lab_subnet %s" % (host, ip, network))
         port = port_name(host)

@@ -16,9 +16,8 @@ import re
 import tempfile
 import time
 
-from jinja2 import Environment, StrictUndefined
-
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
+from jinja2 import Environment, StrictUndefined
 
 __all__ = ["RunDirectory", "build_report", "render_text", "render_run"]
 
@@ -81,7 +80,7 @@ def load_steps(path):
                 with open(full) as handle:
                     record = json.load(handle)
                 entries.append((record.get("received_at", os.path.getmtime(full)), record.get("step", step), record))
-    for _, step, record in sorted(entries, key=lambda e: e[0]):
+    for _received, step, record in sorted(entries, key=lambda e: e[0]):
         steps.setdefault(step, []).append(record)
     return steps
 
@@ -130,7 +129,8 @@ _TEXT = """\
 {% endfor %}
 {% if s.status == 'ok' %}
   step time (max)        {{ '%.2f' % s.step_s }} s{{ ('   (fair share predicts %.2f s)' % s.predicted_step_s) if s.predicted_step_s else '' }}
-  mean completion        {{ '%.2f' % s.mean_completion_s }} s: understates the step by {{ '%.2f' % s.mean_understates_s }} s ({{ '%.0f' % (s.mean_understates_share * 100) }}%)
+  mean completion        {{ '%.2f' % s.mean_completion_s }} s: understates the step by \
+{{ '%.2f' % s.mean_understates_s }} s ({{ '%.0f' % (s.mean_understates_share * 100) }}%)
   straggler              {{ s.straggler.host }}: {{ s.straggler.cause }}, {{ '%.2f' % s.straggler.behind_next_s }} s behind the next worker
   healthy workers idle   {{ '%.0f' % (s.healthy_idle_share * 100) }}% of the step ({{ '%.2f' % s.idle_worker_seconds }} worker-seconds)
   sum of flow rates      {{ '%.3f' % s.sum_of_flow_gbps }} Gb/s\

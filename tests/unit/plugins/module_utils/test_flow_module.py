@@ -5,7 +5,6 @@ import json
 import os
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowError
 from ansible_collections.aifabric.lab.plugins.module_utils._flow_module import (
     ARGUMENT_SPEC,

@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec, wait_until
 from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
 
@@ -144,7 +143,7 @@ def test_client_timeout_is_reported():
     conns = []
 
     def admit():
-        conn, _ = listener.accept()
+        conn = listener.accept()[0]
         conns.append(conn)
         conn.recv(64)
         conn.sendall(b"OK")  # then silence: no reading, no DONE
@@ -162,7 +161,7 @@ def test_client_timeout_is_reported():
 
 
 def test_wait_until_lands_within_a_millisecond():
-    for _ in range(5):
+    for _attempt in range(5):
         target = time.time() + 0.02
         landed = wait_until(target)
         assert 0 <= landed - target < 0.001

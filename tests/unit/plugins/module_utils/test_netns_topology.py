@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import TopologyError, validate
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import socket
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.module_utils._tc import (
     ETH_P_IP,
     ETH_P_IPV6,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.module_utils._units import (
     UnitError,
     format_rate,

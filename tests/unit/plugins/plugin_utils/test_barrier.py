@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
 
 SEED_VOLUME = 9_830_000_000

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
 
 GROUPS = {"workers": ["worker1", "worker2", "worker3"], "sinks": ["sink"], "switches": ["switch"]}

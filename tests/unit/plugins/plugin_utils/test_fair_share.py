@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import (
     goodput_factor,
     max_min_rates,
@@ -18,7 +17,8 @@ G = 1e9
     "flows, links, expected",
     [
         # The seed: three workers through an 8 Gb/s bottleneck, one capped at 2 -> 3, 3, 2.
-        ({"w1": ["b"], "w2": ["b"], "w3": ["b", "t3"]}, {"b": 8 * G, "t3": 2 * G}, {"w1": 3 * G, "w2": 3 * G, "w3": 2 * G}),
+        ({"w1": ["b"], "w2": ["b"], "w3": ["b", "t3"]}, {"b": 8 * G, "t3": 2 * G},
+         {"w1": 3 * G, "w2": 3 * G, "w3": 2 * G}),
         # No throttle: equal thirds.
         ({"w1": ["b"], "w2": ["b"], "w3": ["b"]}, {"b": 9 * G}, {"w1": 3 * G, "w2": 3 * G, "w3": 3 * G}),
         # A throttle above the fair share does not bind.

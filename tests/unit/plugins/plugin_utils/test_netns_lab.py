@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts, port_name
 
 GROUPS = {"workers": ["worker1", "worker2"], "sinks": ["sink"]}
@@ -32,7 +31,8 @@ def test_port_names_fit_ifnamsiz():
         (GROUPS, HV, "198.18.0.0/33", "lab_subnet"),
         ({"workers": ["w"]}, HV, "198.18.0.0/24", "no host in group 'sinks'"),
         ({"workers": ["long-host-name-a", "long-host-name-b"], "sinks": ["sink"]},
-         dict(HV, **{"long-host-name-a": {"lab_address": "198.18.0.5"}, "long-host-name-b": {"lab_address": "198.18.0.6"}}),
+         dict(HV, **{"long-host-name-a": {"lab_address": "198.18.0.5"},
+                     "long-host-name-b": {"lab_address": "198.18.0.6"}}),
          "198.18.0.0/24", "share the port name"),
     ],
 )

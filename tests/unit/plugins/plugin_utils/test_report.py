@@ -76,6 +76,6 @@ def test_step_and_host_names_are_made_safe(tmp_path):
     record = rec("../../etc/passwd", 1.0)
     run.add_flow("../step", record)
     assert os.path.dirname(run.path) == str(tmp_path)
-    for root, _, names in os.walk(run.path):
+    for root, _dirs, names in os.walk(run.path):
         for name in names:
             assert os.path.realpath(os.path.join(root, name)).startswith(run.path)

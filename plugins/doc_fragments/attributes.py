@@ -1,0 +1,20 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    # The attributes every aifabric.lab module declares; each module sets C(support) and C(details).
+    DOCUMENTATION = r"""
+options: {}
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying the host.
+  diff_mode:
+    description: Returns details on what has changed (or possibly needs changing in C(check_mode)) when in diff mode.
+  idempotent:
+    description:
+      - When run twice in a row with the same arguments, the second run reports no change and changes nothing.
+"""

@@ -1,0 +1,14 @@
+"""Stand-in for ansible-test's downloaded get-pip script (its host is out of reach here).
+
+ansible-test runs this with the target venv's python and get-pip's arguments (``pip==24.2``, ``setuptools==...``,
+``--no-wheel``...). It bootstraps the pip that ships with Python (ensurepip, no network), then installs the exact
+versions asked for from the package index, which this machine reaches.
+"""
+import ensurepip
+import subprocess
+import sys
+
+ensurepip.bootstrap(upgrade=True)
+wanted = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+if wanted:
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q"] + wanted)
