@@ -11,7 +11,10 @@ run changes nothing, and ``absent`` removes every namespace the topology names (
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import signal
+import time
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
@@ -19,6 +22,47 @@ _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 
 class TopologyError(ValueError):
     pass
+
+
+def pids_in_namespace(name, run_dir="/run/netns", proc="/proc"):
+    """PIDs of the processes whose network namespace is ``name`` (same device and inode as its bind mount)."""
+    try:
+        ref = os.stat(os.path.join(run_dir, name))
+    except OSError:
+        return []
+    pids = []
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            st = os.stat(os.path.join(proc, entry, "ns", "net"))
+        except OSError:
+            continue  # gone, or not ours to read
+        if (st.st_dev, st.st_ino) == (ref.st_dev, ref.st_ino):
+            pids.append(int(entry))
+    return sorted(pids)
+
+
+def stop_processes(pids, grace=3.0, kill=os.kill, alive=None):
+    """SIGTERM, wait up to ``grace`` seconds, SIGKILL what is left. Returns the PIDs that were signalled."""
+    alive = alive or (lambda pid: os.path.exists("/proc/%d" % pid))
+    signalled = []
+    for pid in pids:
+        try:
+            kill(pid, signal.SIGTERM)
+            signalled.append(pid)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + grace
+    while time.time() < deadline and any(alive(pid) for pid in signalled):
+        time.sleep(0.05)
+    for pid in signalled:
+        if alive(pid):
+            try:
+                kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return signalled
 
 
 def validate(params):
@@ -152,9 +196,26 @@ class Topology:
         present = set(self.netns.listnetns())
         return [ns for ns in [h["namespace"] for h in topo["hosts"]] + [topo["switch"]] if ns in present]
 
+    def processes(self, topo):
+        """``{namespace: [pid, ...]}`` of processes still running inside the topology's namespaces."""
+        found = {}
+        for ns in self.present_namespaces(topo):
+            pids = [pid for pid in pids_in_namespace(ns) if pid != os.getpid()]
+            if pids:
+                found[ns] = pids
+        return found
+
     def remove(self, topo):
+        """Stop what runs inside the lab (flow servers of an interrupted step), then delete the namespaces.
+
+        A deleted namespace lives on while a process holds it, so the processes go first.
+        """
+        stopped = {}
+        for ns, pids in self.processes(topo).items():
+            stopped[ns] = stop_processes(pids)
         for ns in self.present_namespaces(topo):
             self.netns.remove(ns)
+        return stopped
 
 
 def run(module, netns, iproute):
@@ -169,11 +230,15 @@ def run(module, netns, iproute):
         if changed and not module.check_mode:
             topology.apply(topo)
         diff = {"before": {"missing": todo}, "after": {"missing": []}}
-    else:
+    stopped = {}
+    if module.params["state"] == "absent":
         todo = topology.present_namespaces(topo)
+        running = topology.processes(topo)
         changed = bool(todo)
         if changed and not module.check_mode:
-            topology.remove(topo)
-        diff = {"before": {"namespaces": todo}, "after": {"namespaces": []}}
-    module.exit_json(changed=changed, changes=todo, diff=diff,
+            stopped = topology.remove(topo)
+        diff = {"before": {"namespaces": todo, "processes": running}, "after": {"namespaces": [], "processes": {}}}
+        if stopped:
+            module.warn("stopped processes still running inside the lab: %s" % stopped)
+    module.exit_json(changed=changed, changes=todo, diff=diff, stopped_processes=stopped,
                      namespaces=[topo["switch"]] + [h["namespace"] for h in topo["hosts"]])

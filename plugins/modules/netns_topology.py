@@ -65,7 +65,9 @@ options:
         type: str
         required: true
   state:
-    description: V(present) builds the lab; V(absent) deletes every namespace it names, with their links.
+    description:
+      - V(present) builds the lab; V(absent) stops the processes running inside the lab's namespaces and deletes every
+        namespace it names, with their links and qdiscs.
     type: str
     default: present
     choices: [present, absent]
@@ -105,6 +107,14 @@ namespaces:
   returned: always
   type: list
   elements: str
+stopped_processes:
+  description:
+    - With O(state=absent), the processes that were still running inside the lab's namespaces (for example the flow
+      servers of an interrupted step), by namespace. They are sent SIGTERM, then SIGKILL after 3 seconds, before the
+      namespaces are deleted, because a deleted namespace lives on while a process holds it.
+  returned: always
+  type: dict
+  sample: {afl-sink: [4242]}
 """
 
 import traceback

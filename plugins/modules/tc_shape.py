@@ -13,8 +13,8 @@ description:
   - Puts a rate shaper on a network device, or removes it. Egress shaping sits on the device itself; ingress shaping
     redirects the device's incoming traffic to an ifb device and shapes that device's egress.
   - V(htb) carries 64-bit rates (1kbit to 400gbit). With O(fair_share_sources), each source gets its own class with an
-    equal guaranteed share that may borrow up to O(rate), which gives max-min fair arbitration between sources. This is how the
-    embedded lab models a fabric port shared by several workers.
+    equal guaranteed share that may borrow up to O(rate), which gives max-min fair arbitration between sources.
+    This is how the embedded lab models a fabric port shared by several workers.
   - V(tbf) is a single token bucket; its netlink message holds a 32-bit byte rate, so it stops at 34.3gbit.
   - Talks netlink through pyroute2 only; it never runs or parses C(tc).
   - Returns the shaper's counters (bytes, packets, drops, overlimits) after the change, for before/after snapshots.

@@ -1,6 +1,10 @@
 # -*- coding: utf-8 -*-
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import TopologyError, validate
 
@@ -36,3 +40,65 @@ def test_valid_topology_defaults_the_interface():
 def test_bad_topology(kw, message):
     with pytest.raises(TopologyError, match=message):
         validate(params(**kw))
+
+
+def test_pids_in_namespace_matches_by_inode(tmp_path):
+    """A fixture /proc and /run/netns: the process whose ns/net is the same file as the bind mount is found."""
+    from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import pids_in_namespace
+
+    run = tmp_path / "run"
+    proc = tmp_path / "proc"
+    run.mkdir()
+    (run / "lab-a").write_text("")
+    (run / "lab-b").write_text("")
+    for pid, target in (("10", "lab-a"), ("11", "lab-b"), ("12", "lab-a")):
+        (proc / pid / "ns").mkdir(parents=True)
+        os.link(str(run / target), str(proc / pid / "ns" / "net"))  # same inode, as the kernel shows it
+    (proc / "self").mkdir()
+    (proc / "13" / "ns").mkdir(parents=True)  # a process whose namespace cannot be read
+    assert pids_in_namespace("lab-a", run_dir=str(run), proc=str(proc)) == [10, 12]
+    assert pids_in_namespace("lab-b", run_dir=str(run), proc=str(proc)) == [11]
+    assert pids_in_namespace("missing", run_dir=str(run), proc=str(proc)) == []
+
+
+def test_stop_processes_escalates_to_kill():
+    from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import stop_processes
+
+    sent = []
+    alive = {1: True, 2: True}
+
+    def kill(pid, sig):
+        sent.append((pid, sig))
+        if pid == 1:  # obeys SIGTERM
+            alive[1] = False
+
+    assert stop_processes([1, 2], grace=0.1, kill=kill, alive=lambda pid: alive[pid]) == [1, 2]
+    assert sent == [(1, signal.SIGTERM), (2, signal.SIGTERM), (2, signal.SIGKILL)]
+
+
+def test_real_process_in_a_namespace_is_stopped():
+    """The real thing: a sleep inside a fresh namespace is found by inode and stopped."""
+    import shutil
+    import subprocess
+
+    from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import pids_in_namespace, stop_processes
+
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.skip("needs root and iproute2")
+    name = "aflt-unit-%d" % os.getpid()
+    subprocess.check_call(["ip", "netns", "add", name])
+    proc = None
+    try:
+        proc = subprocess.Popen(["ip", "netns", "exec", name, "sleep", "30"])
+        for _attempt in range(50):
+            pids = pids_in_namespace(name)
+            if pids:
+                break
+            time.sleep(0.05)
+        assert pids, "the sleep did not show up in the namespace"
+        assert stop_processes(pids, grace=2) == pids
+        assert proc.wait(5) is not None
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        subprocess.call(["ip", "netns", "delete", name])
