@@ -11,6 +11,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import Barri
 from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import max_min_rates, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run as _render_run
 
 
 def barrier_analysis(records, baseline_gbps=None, bottleneck=None, name=None):
@@ -53,7 +54,14 @@ def netns_lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sin
         raise AnsibleFilterError("netns_lab_hosts: %s" % exc) from None
 
 
+def render_run(run_dir):
+    try:
+        return _render_run(str(run_dir))
+    except (OSError, ValueError) as exc:
+        raise AnsibleFilterError("render_run: %s" % exc) from None
+
+
 class FilterModule:
     def filters(self):
         return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
-                "netns_lab_hosts": netns_lab_hosts}
+                "netns_lab_hosts": netns_lab_hosts, "render_run": render_run}

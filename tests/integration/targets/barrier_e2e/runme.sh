@@ -50,4 +50,33 @@ grep -q -- "- worker2 (error): no flow server answered" "$work/fail.txt"
 # the throttle was removed by the always section although the step failed
 test -z "$(ip netns exec aflt-e2e-worker3 python3 -c 'import os;print(open("/proc/net/dev").read())' >/dev/null; \
   ip -n aflt-e2e-worker3 -j qdisc show dev eth0 | grep -o '"kind":"htb"' || true)"
+
+# Re-render the first run's report from its flow files alone.
+first_run=$(dirname "$report")
+rm "$first_run/report.json" "$first_run/report.txt"
+ansible-playbook aifabric.lab.render_report -e run_dir="$first_run" > "$work/render.txt"
+grep -q "straggler              worker3: throttled to 2gbit" "$work/render.txt"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['steps'][1]['straggler']['host']=='worker3'" \
+  "$first_run/report.json"
+
+# Interrupt the controller in the middle of a step (SIGINT, as Ctrl-C), then remove the lab: every process that was
+# inside the lab's namespaces (the flow server, the clients) must be gone, and no namespace left.
+ansible-playbook -i "$inv" aifabric.lab.barrier -e barrier_volume=20GB -e barrier_timeout=60 > "$work/int.txt" 2>&1 &
+pb=$!
+inside=""
+for _ in $(seq 1 100); do
+  inside=$(for ns in sink worker1 worker2 worker3; do ip netns pids aflt-e2e-$ns 2>/dev/null; done | sort -u | tr '\n' ' ')
+  [ "$(echo "$inside" | wc -w)" -ge 4 ] && break
+  sleep 0.2
+done
+test -n "$inside"
+sleep 1
+kill -INT "$pb"
+wait "$pb" || true
+ansible-playbook -i "$inv" aifabric.lab.lab_down > "$work/down.txt"
+sleep 0.5
+for pid in $inside; do
+  if kill -0 "$pid" 2>/dev/null; then echo "process $pid from inside the lab survived: $(tr '\0' ' ' < /proc/$pid/cmdline)"; exit 1; fi
+done
+echo "interrupt: the processes that were inside the lab ($inside) are gone"
 echo "barrier_e2e: OK"
