@@ -116,6 +116,29 @@ class _Sampler(threading.Thread):
         return self.samples
 
 
+_FIRST_SEND = 65536  # the first bytes at the start instant: small, so every host's first byte leaves at once
+
+
+def enter_realtime():
+    """SCHED_FIFO for the start instant: an RT task has zero timer slack and pre-empts normal tasks when it wakes,
+    so N clients on few cores all send their first bytes within microseconds instead of one timeslice after another.
+    Returns the previous (policy, priority) to restore, or None when the host does not allow it (not root)."""
+    try:
+        previous = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        return previous
+    except (AttributeError, OSError):
+        return None
+
+
+def leave_realtime(previous):
+    if previous is not None:
+        try:
+            os.sched_setscheduler(0, previous[0], os.sched_param(previous[1]))
+        except OSError:
+            pass
+
+
 def _zero_fd(size: int) -> int:
     fd = os.memfd_create("aifabric-flow", 0)
     os.ftruncate(fd, size)
@@ -160,16 +183,24 @@ class TcpEngine(FlowEngine):
                     % (arrived - spec.start_at, spec.start_tolerance)
                 )
                 return result
-            start = wait_until(spec.start_at)
+            if spec.start_at - time.time() > 0.05:
+                time.sleep(spec.start_at - time.time() - 0.05)
+            previous = enter_realtime()
+            try:
+                start = wait_until(spec.start_at, spin=0.0 if previous is not None else 0.003)
+                first = os.sendfile(sock.fileno(), zero_fd, 0, min(_FIRST_SEND, spec.volume or _FIRST_SEND))
+            finally:
+                leave_realtime(previous)
             result["start"] = start
             result["late_s"] = round(start - spec.start_at, 6)
+            result["realtime_start"] = previous is not None
             watchdog = threading.Timer(max(0.0, deadline - time.time()), self._abort, (sock,))
             watchdog.daemon = True
             watchdog.start()
             sampler = _Sampler(sock, start, spec.interval)
             sampler.start()
             try:
-                sent = self._pump(sock, zero_fd, spec, start)
+                sent = self._pump(sock, zero_fd, spec, start, first)
                 result["first_byte"] = start
                 result["bytes_sent"] = sent
                 if spec.volume is None:
@@ -256,9 +287,8 @@ class TcpEngine(FlowEngine):
             time.sleep(0.05)
 
     @staticmethod
-    def _pump(sock, zero_fd, spec, start):
+    def _pump(sock, zero_fd, spec, start, sent=0):
         size = os.fstat(zero_fd).st_size
-        sent = 0
         fileno = sock.fileno()
         end = start + spec.duration if spec.duration is not None else None
         while True:
