@@ -20,6 +20,7 @@ tier "ruff" ruff check plugins tests benchmarks
 tier "ansible-lint (production profile)" ansible-lint --profile production roles playbooks
 tier "ansible-doc renders every plugin" bash tests/sanity/docs.sh
 tier "ansible-test sanity" bash tests/sanity/run.sh
+tier "build and install the collection" bash tests/build/install_check.sh
 tier "unit tests" pytest -q -p no:cacheprovider tests/unit
 tier "integration targets" bash tests/integration/run.sh
 tier "molecule (netns_lab)" bash -c "cd roles/netns_lab && molecule test"

@@ -205,11 +205,15 @@ class Topology:
                 found[ns] = pids
         return found
 
-    def remove(self, topo):
+    def remove(self, topo, grace=6.0):
         """Stop what runs inside the lab (flow servers of an interrupted step), then delete the namespaces.
 
-        A deleted namespace lives on while a process holds it, so the processes go first.
+        A deleted namespace lives on while a process holds it, so the processes go first. They get ``grace`` seconds
+        to end by themselves (Ansible's async watchdog outlives a finished job by up to 5 s); what is left is stopped.
         """
+        deadline = time.time() + grace
+        while self.processes(topo) and time.time() < deadline:
+            time.sleep(0.1)
         stopped = {}
         for ns, pids in self.processes(topo).items():
             stopped[ns] = stop_processes(pids)
@@ -236,7 +240,7 @@ def run(module, netns, iproute):
         running = topology.processes(topo)
         changed = bool(todo)
         if changed and not module.check_mode:
-            stopped = topology.remove(topo)
+            stopped = topology.remove(topo, module.params["process_grace"])
         diff = {"before": {"namespaces": todo, "processes": running}, "after": {"namespaces": [], "processes": {}}}
         if stopped:
             module.warn("stopped processes still running inside the lab: %s" % stopped)

@@ -64,6 +64,12 @@ options:
         description: The host's address with prefix, like C(198.18.0.11/24).
         type: str
         required: true
+  process_grace:
+    description:
+      - With O(state=absent), seconds to let processes still inside the lab's namespaces end by themselves before they
+        are stopped (SIGTERM, then SIGKILL). Ansible's async watchdog outlives a finished job by up to 5 seconds.
+    type: float
+    default: 6.0
   state:
     description:
       - V(present) builds the lab; V(absent) stops the processes running inside the lab's namespaces and deletes every
@@ -145,6 +151,7 @@ def main():
                 address=dict(type="str", required=True),
             )),
             state=dict(type="str", default="present", choices=["present", "absent"]),
+            process_grace=dict(type="float", default=6.0),
         ),
         supports_check_mode=True,
     )
