@@ -38,7 +38,7 @@ def run():
     worst = 1.0
     with veth_pair("aflb-gp") as (a, b):
         port = 18800
-        ceiling, _, _ = engine_flow(a, b, 8 * 10**9, port=port)
+        ceiling = engine_flow(a, b, 8 * 10**9, port=port)[0]
         print("%-8s %-5s %12s %12.4f %9s   (this machine's unshaped ceiling, same veth)" % (
             "-", "none", "-", ceiling["gbps"], "-"))
         for rate in RATES:
@@ -48,7 +48,7 @@ def run():
                 ideal = bps * FACTOR / 1e9
                 volume = int(bps / 8 * 4)
                 port += 1
-                result, _, _ = engine_flow(a, b, volume, port=port)
+                result = engine_flow(a, b, volume, port=port)[0]
                 ratio = result["gbps"] / ideal
                 cpu_bound = ideal > 0.7 * ceiling["gbps"]
                 if not cpu_bound:
