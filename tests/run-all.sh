@@ -5,11 +5,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export PATH="$root/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$root/ansible.cfg"
+passed=0
 tier() {
   local name=$1; shift
   local start=$SECONDS
   echo; echo "##### $name"
-  if "$@"; then echo "##### $name: passed in $((SECONDS - start)) s"; else echo "##### $name: FAILED"; exit 1; fi
+  if "$@"; then
+    echo "##### $name: passed in $((SECONDS - start)) s"; passed=$((passed + 1))
+  else
+    echo "##### $name: FAILED"; echo "tiers: $passed passed, 1 failed"; exit 1
+  fi
 }
 leftovers() {
   local left
@@ -25,4 +30,5 @@ tier "unit tests" pytest -q -p no:cacheprovider tests/unit
 tier "integration targets" bash tests/integration/run.sh
 tier "molecule (netns_lab)" bash -c "cd roles/netns_lab && molecule test"
 tier "nothing left behind" leftovers
-echo; echo "make test: all tiers passed"
+echo; echo "make test: all tiers passed in $SECONDS s"
+echo "tiers: $passed passed, 0 failed"
