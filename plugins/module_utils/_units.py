@@ -46,61 +46,47 @@ class UnitError(ValueError):
     """A rate or size that cannot be read; the message says what is expected."""
 
 
+def _parse(value, name, units, default_unit, kind, example, unit_hint, check_unit=None):
+    """A number with an optional unit from ``units``; returns the value in the base unit (rounded to an int)."""
+    if isinstance(value, bool):
+        raise UnitError("%s: %r is not a %s; write it like %s" % (name, value, kind, example))
+    if isinstance(value, (int, float)):
+        return int(round(float(value)))
+    match = _NUMBER.match(str(value))
+    if not match:
+        raise UnitError("%s: %r is not a %s; write it like %s" % (name, value, kind, example))
+    number, unit = match.group(1), match.group(2).lower() or default_unit
+    if check_unit is not None:
+        check_unit(name, value, number, unit)
+    if unit not in units:
+        raise UnitError("%s: unknown %s unit %r in %r; use %s" % (name, kind, match.group(2), value, unit_hint))
+    return int(round(float(number) * units[unit]))
+
+
+def _refuse_bytes_per_second(name, value, number, unit):
+    if unit.endswith("bps"):
+        raise UnitError("%s: %r is ambiguous: tc reads 'bps' as bytes per second. Write bits, e.g. '%sgbit' for %s Gb/s"
+                        % (name, value, number, number))
+
+
 def parse_rate(value, name="rate", minimum=MIN_RATE_BPS, maximum=MAX_RATE_BPS):
     """Return a rate in bits per second from ``8gbit``, ``100mbit``, ``2.5gbit`` or a plain number of bit/s."""
-    if isinstance(value, bool):
-        raise UnitError("%s: %r is not a rate; write it like '8gbit', '100mbit' or '1kbit'" % (name, value))
-    if isinstance(value, (int, float)):
-        bps = float(value)
-    else:
-        match = _NUMBER.match(str(value))
-        if not match:
-            raise UnitError("%s: %r is not a rate; write it like '8gbit', '100mbit' or '1kbit'" % (name, value))
-        number, unit = float(match.group(1)), match.group(2).lower()
-        if unit.endswith("bps"):
-            raise UnitError(
-                "%s: %r is ambiguous: tc reads 'bps' as bytes per second. Write bits, e.g. '%sgbit' for %s Gb/s"
-                % (name, value, match.group(1), match.group(1))
-            )
-        if unit == "":
-            unit = "bit"
-        if unit not in _RATE_UNITS:
-            raise UnitError(
-                "%s: unknown rate unit %r in %r; use one of %s" % (name, match.group(2), value, ", ".join(_RATE_UNITS))
-            )
-        bps = number * _RATE_UNITS[unit]
-    bps_int = int(round(bps))
-    if bps_int < minimum or bps_int > maximum:
-        raise UnitError(
-            "%s: %r is outside the supported range %s to %s" % (name, value, format_rate(minimum), format_rate(maximum))
-        )
-    return bps_int
+    bps = _parse(value, name, _RATE_UNITS, "bit", "rate", "'8gbit', '100mbit' or '1kbit'",
+                 "one of %s" % ", ".join(_RATE_UNITS), _refuse_bytes_per_second)
+    if bps < minimum or bps > maximum:
+        raise UnitError("%s: %r is outside the supported range %s to %s"
+                        % (name, value, format_rate(minimum), format_rate(maximum)))
+    return bps
 
 
 def parse_size(value, name="size", minimum=1, maximum=None):
     """Return a size in bytes from ``9.83GB``, ``512MiB``, ``64KB`` or a plain number of bytes."""
-    if isinstance(value, bool):
-        raise UnitError("%s: %r is not a size; write it like '1GB', '512MiB' or 65536" % (name, value))
-    if isinstance(value, (int, float)):
-        size = float(value)
-    else:
-        match = _NUMBER.match(str(value))
-        if not match:
-            raise UnitError("%s: %r is not a size; write it like '1GB', '512MiB' or 65536" % (name, value))
-        number, unit = float(match.group(1)), match.group(2).lower()
-        if unit == "":
-            unit = "b"
-        if unit not in _SIZE_UNITS:
-            raise UnitError(
-                "%s: unknown size unit %r in %r; use B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB"
-                % (name, match.group(2), value)
-            )
-        size = number * _SIZE_UNITS[unit]
-    size_int = int(round(size))
-    if size_int < minimum or (maximum is not None and size_int > maximum):
+    size = _parse(value, name, _SIZE_UNITS, "b", "size", "'1GB', '512MiB' or 65536",
+                  "B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB")
+    if size < minimum or (maximum is not None and size > maximum):
         upper = " to %s" % format_size(maximum) if maximum is not None else " or more"
         raise UnitError("%s: %r is outside the supported range %s%s" % (name, value, format_size(minimum), upper))
-    return size_int
+    return size
 
 
 def format_rate(bps):
