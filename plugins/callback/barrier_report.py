@@ -52,6 +52,7 @@ seealso:
 """
 
 import os
+import tempfile
 import time
 
 from ansible.plugins.callback import CallbackBase
@@ -112,10 +113,24 @@ class CallbackModule(CallbackBase):
         self._steps.setdefault(step, {})[host] = record
         try:
             if self._run is None:
-                self._run = RunDirectory(self._runs_dir, self._label)
+                self._run = self._open_run()
             self._run.add_flow(step, record)
         except OSError as exc:
-            self._write_error = "cannot write results under %s: %s" % (self._runs_dir, exc)
+            self._write_error = "cannot write results under %s: %s" % (self._run.path if self._run else self._runs_dir,
+                                                                       exc)
+
+    def _open_run(self):
+        """The run directory under runs_dir, or, when that cannot be written, one under the system's temp directory
+        (said loudly), so that measured results are never lost to a configuration mistake."""
+        try:
+            return RunDirectory(self._runs_dir, self._label)
+        except OSError as exc:
+            fallback = tempfile.mkdtemp(prefix="aifabric-runs-")
+            self._display.warning(
+                "barrier_report: cannot create a run directory under runs_dir=%s (%s); writing this run's results to "
+                "%s instead. Set AIFABRIC_RUNS_DIR or [aifabric_barrier_report] runs_dir to a writable directory."
+                % (self._runs_dir, exc, fallback))
+            return RunDirectory(fallback, self._label)
 
     def v2_runner_on_ok(self, result):
         self._record(result)

@@ -188,6 +188,15 @@ class TcpEngine(FlowEngine):
             previous = enter_realtime()
             try:
                 start = wait_until(spec.start_at, spin=0.0 if previous is not None else 0.003)
+                if start > spec.start_at + spec.start_tolerance:
+                    # Woke too late (the host stalled or the process was stopped while it slept).
+                    result["status"] = "late"
+                    result["late_s"] = round(start - spec.start_at, 6)
+                    result["error"] = (
+                        "woke %.3f s after the start instant (tolerance %.3f s): the host stalled while the flow "
+                        "waited; refused to start so the step's flows stay synchronized"
+                        % (start - spec.start_at, spec.start_tolerance))
+                    return result
                 first = os.sendfile(sock.fileno(), zero_fd, 0, min(_FIRST_SEND, spec.volume or _FIRST_SEND))
             finally:
                 leave_realtime(previous)

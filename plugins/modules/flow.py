@@ -14,8 +14,9 @@ description:
     O(expected_clients) have finished, after a O(state=stopped) request of the same run, or at its O(timeout).
   - A C(client) connects and is admitted before O(start_at), sleeps until that wall-clock instant and starts sending
     within a millisecond of it (the result's RV(flow.late_s) says how close). For the instant itself it runs as
-    SCHED_FIFO when the host allows it (root), so many clients on few cores still send their first bytes together. A client that arrives after
-    O(start_at) + O(start_tolerance) refuses to start and says by how much, so a step never mixes late flows in.
+    SCHED_FIFO when the host allows it (root), so many clients on few cores still send their first bytes together.
+  - A client that arrives (or wakes, after a stall) later than O(start_at) + O(start_tolerance) refuses to start and
+    says by how much, so a step never mixes late flows in.
   - Every timestamp is taken on the host (the start, the server's first and last byte, and the moment the receiver
     confirmed the last byte). Interval samples read the bytes the receiver acknowledged (C(TCP_INFO)).
   - The C(tcp) engine is built in (C(sendfile) from zero pages, C(splice) into C(/dev/null) on the receiver).

@@ -79,6 +79,15 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
         if rec["host"] in seen:
             raise BarrierInputError("host %s appears twice in one step" % rec["host"])
         seen.add(rec["host"])
+    expected = set()
+    for rec in records:
+        expected.update((rec.get("annotations") or {}).get("expected_workers") or [])
+    for host in sorted(expected - seen):
+        # A worker the step expected but that never reported (the controller was interrupted, the result was lost):
+        # without it the step cannot be timed.
+        records.append({"host": host, "status": "missing",
+                        "error": "no result: the step expected this worker but its flow never reported "
+                                 "(interrupted run or lost result)"})
     records = sorted(records, key=lambda r: r["host"])
     ok = [r for r in records if r.get("status") == "ok" and r.get("completion_s") is not None]
     failed = [r for r in records if r not in ok]

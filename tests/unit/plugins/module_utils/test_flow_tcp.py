@@ -165,3 +165,18 @@ def test_wait_until_lands_within_a_millisecond():
         target = time.time() + 0.02
         landed = wait_until(target)
         assert 0 <= landed - target < 0.001
+
+
+def test_a_client_that_wakes_late_refuses(monkeypatch):
+    """The host stalls while the client sleeps (here: its sleep overshoots by 50 ms): it must not start late."""
+    from ansible_collections.aifabric.lab.plugins.module_utils import _flow_tcp
+
+    real = _flow_tcp.wait_until
+    monkeypatch.setattr(_flow_tcp, "wait_until", lambda instant, spin=0.003: real(instant + 0.05, spin=spin))
+    port = free_port()
+    thread, server = serve_in_thread(port, timeout=2.0)
+    result = client(port, lead=0.3)
+    thread.join(5)
+    assert result["status"] == "late"
+    assert result["late_s"] >= 0.05
+    assert result["error"].startswith("woke 0.05")

@@ -103,3 +103,15 @@ def test_contradicting_link_rates_are_reported_not_raised():
     report = analyze_step([a, b])
     assert "two rates" in report["prediction_error"]
     assert report["status"] == "ok"
+
+
+def test_an_expected_worker_without_a_result_fails_the_step():
+    """After an interrupted run only the finished flows are on disk; the step must not be timed over them."""
+    a, b = worker("w1", 27.6), worker("w2", 27.6)
+    for rec in (a, b):
+        rec["annotations"]["expected_workers"] = ["w1", "w2", "w3"]
+    report = analyze_step([a, b])
+    assert report["status"] == "failed" and report["step_s"] is None
+    assert report["failed"][0]["host"] == "w3" and report["failed"][0]["status"] == "missing"
+    assert "never reported" in report["failed"][0]["cause"]
+    assert report["workers_expected"] == 3 and report["workers_completed"] == 2
