@@ -25,10 +25,8 @@ NAIVE = """
   tasks:
     - name: Receiver
       aifabric.lab.flow:
-        {role: server, address: "{{ lab_address }}", token: naive, expected_clients: "%(n)d", timeout: 60}
-      async: 90
-      poll: 0
-      register: naive_server
+        {role: server, address: "{{ lab_address }}", token: naive, expected_clients: "%(n)d", timeout: 60,
+         background: true}
       when: inventory_hostname in groups['sinks']
     - name: Start as soon as Ansible gets here
       aifabric.lab.flow:
@@ -42,11 +40,7 @@ NAIVE = """
       register: naive_flow
       when: inventory_hostname in groups['workers']
     - name: Collect
-      ansible.builtin.async_status: {jid: "{{ naive_server.ansible_job_id }}"}
-      register: naive_done
-      until: naive_done.finished
-      retries: 60
-      delay: 1
+      aifabric.lab.flow: {role: server, state: stopped, background: true, address: "{{ lab_address }}", token: naive}
       when: inventory_hostname in groups['sinks']
     - name: Starts
       ansible.builtin.copy:

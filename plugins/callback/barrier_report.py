@@ -52,6 +52,7 @@ seealso:
 """
 
 import os
+import signal
 import tempfile
 import time
 
@@ -59,6 +60,22 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import RunDirectory, build_report, render_text
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
+
+
+def _cause_without_result(res):
+    """Why a flow task has no flow result, in the words an engineer needs (a signal, an exit code, Ansible's msg)."""
+    rc = res.get("rc")
+    if isinstance(rc, int) and (rc < 0 or 128 < rc < 128 + 65):
+        number = -rc if rc < 0 else rc - 128
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "signal %d" % number
+        return "the flow process was killed by %s (signal %d) before it reported" % (name, number)
+    msg = res.get("msg") or "the flow task returned no result"
+    if isinstance(rc, int) and rc:
+        msg += " (exit code %d)" % rc
+    return msg
 
 
 class CallbackModule(CallbackBase):
@@ -106,7 +123,7 @@ class CallbackModule(CallbackBase):
             record["error"] = res.get("msg") or "unreachable"
         elif not flow:
             record["status"] = "error"
-            record["error"] = res.get("msg") or "the flow task returned no result"
+            record["error"] = _cause_without_result(res)
         record["received_at"] = time.time()  # bookkeeping only; never used for timing
         step = annotations.get("step") or task.get_name()
         record["step"] = step

@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import socket
-import tempfile
 import time
 from datetime import datetime
 
+from . import _flow_server
 from ._flow_engine import ENGINES, FlowError, FlowSpec
+from ._flow_module_io import write_json_atomic
 from ._flow_tcp import TcpEngine
 from ._units import UnitError, parse_size
 
@@ -36,6 +36,9 @@ ARGUMENT_SPEC = dict(
     max_bytes=dict(type="raw"),
     annotations=dict(type="dict", default={}),
     result_dir=dict(type="path"),
+    background=dict(type="bool", default=False),
+    state_dir=dict(type="path", default=_flow_server.DEFAULT_STATE_DIR),
+    stop_wait=dict(type="float", default=10.0),
 )
 MUTUALLY_EXCLUSIVE = [("volume", "duration")]
 REQUIRED_IF = [("role", "client", ("start_at",))]
@@ -129,13 +132,7 @@ def build_spec(params, now=None):
 
 def write_result(result_dir, name, data):
     """Write one result atomically (temp file + rename), so a crash never leaves half a JSON file."""
-    os.makedirs(result_dir, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % name, dir=result_dir)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=1, sort_keys=True)
-    path = os.path.join(result_dir, name + ".json")
-    os.replace(tmp, path)
-    return path
+    return write_json_atomic(os.path.join(result_dir, name + ".json"), data)
 
 
 def run_module(module):
@@ -149,7 +146,21 @@ def run_module(module):
         module.exit_json(changed=False, msg="check mode: no traffic sent",
                          flow={"role": spec.role, "status": "skipped"})
     if spec.role == "server" and params["state"] == "stopped":
+        if params["background"]:
+            # Stop and collect: the server's result comes back whatever its status; the task fails only when it
+            # cannot do that (another run's server), so an always section goes on to remove throttles.
+            collected = _flow_server.stop_and_collect(engine, spec, params["state_dir"], params["stop_wait"])
+            if "belongs to another run" in (collected.get("error") or ""):
+                module.fail_json(msg=collected["error"], flow=collected)
+            module.exit_json(changed=True, flow=collected)
         module.exit_json(changed=False, flow=engine.stop(spec))
+    if spec.role == "server" and params["background"]:
+        try:
+            started = _flow_server.start(engine, spec, params["state_dir"])
+        except OSError as exc:
+            module.fail_json(msg="address/port: cannot listen on %s:%d: %s. Is the address on this host, and is "
+                                 "the port free?" % (spec.address, spec.port, exc))
+        module.exit_json(changed=True, flow=started)
     result = engine.serve(spec) if spec.role == "server" else engine.send(spec)
     result["annotations"] = params["annotations"]
     if params.get("result_dir"):

@@ -21,8 +21,9 @@ description:
     confirmed the last byte). Interval samples read the bytes the receiver acknowledged (C(TCP_INFO)).
   - The C(tcp) engine is built in (C(sendfile) from zero pages, C(splice) into C(/dev/null) on the receiver).
     Engines sit behind one interface; the RDMA C(perftest) engine joins it.
-  - Run servers with C(async) and C(poll=0) before the clients, and collect them with M(ansible.builtin.async_status)
-    after. The playbooks of this collection do this, and stop the servers in an C(always) section.
+  - Start the servers of a step with O(background=true) before its clients, and stop and collect them with
+    O(state=stopped) after, in an C(always) section so a failed step never leaves a server behind. The playbooks of
+    this collection do this.
 author:
   - aifabric.lab contributors (@aifabric)
 extends_documentation_fragment:
@@ -50,10 +51,29 @@ options:
   state:
     description:
       - With O(role=server), V(stopped) asks a running server of the same O(token) at O(address) and O(port) to end
-        now, keeping what it received. Used in C(always) sections so a failed step never leaves a server behind.
+        now, keeping what it received. With O(background=true) it also waits for the server's result (up to
+        O(stop_wait) seconds), returns it, and ends the server's process by its PID if it overstays.
+      - The task fails only when it cannot do that (the server there belongs to another run), so an C(always)
+        section carries on with its other cleanup.
     type: str
     default: started
     choices: [started, stopped]
+  background:
+    description:
+      - With O(role=server), start the server in the background and return at once. The listening socket is bound
+        before the task returns, so a missing address or a taken port fails the task with the reason.
+      - The server runs until its O(expected_clients) are done, a stop request, or its O(timeout), and writes its result
+        (atomically) to O(state_dir); O(state=stopped) with O(background=true) collects it.
+    type: bool
+    default: false
+  state_dir:
+    description: Where background servers keep their PID and result files on the host.
+    type: path
+    default: /run/aifabric-lab
+  stop_wait:
+    description: With O(state=stopped) and O(background=true), seconds to wait for the server's result.
+    type: float
+    default: 10.0
   address:
     description:
       - The server's lab address. A server binds to it (never to a wildcard address); a client connects to it.
@@ -132,16 +152,14 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Start the sink's server for three workers
+- name: Start the sink's server for three workers, in the background
   aifabric.lab.flow:
     role: server
     address: 198.18.0.1
     token: "{{ run_token }}"
     expected_clients: 3
     timeout: 120
-  async: 180
-  poll: 0
-  register: server_job
+    background: true
 
 - name: Send 1 GB from every worker at one instant
   aifabric.lab.flow:
@@ -155,12 +173,14 @@ EXAMPLES = r"""
       step: barrier
       throttle: 2gbit
 
-- name: Stop the server of this run (always section)
+- name: Stop and collect the server of this run (always section)
   aifabric.lab.flow:
     role: server
     state: stopped
+    background: true
     address: 198.18.0.1
     token: "{{ run_token }}"
+  register: server_result
 """
 
 RETURN = r"""
@@ -209,6 +229,15 @@ flow:
         C(retransmits) and C(rtt_us).
       type: list
       elements: dict
+    pid:
+      description: Background server just started. Its process ID on the host.
+      type: int
+    result_file:
+      description: Background server just started. Where it will write its result.
+      type: str
+    killed:
+      description: Background server collected. The signal that ended it when it overstayed O(stop_wait).
+      type: str
     flows:
       description: Server only. One entry per admitted client with C(flow_id), C(peer), C(bytes), C(first_byte),
         C(last_byte), C(status).

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Background flow servers: started by one task, stopped and collected by another.
+
+``start`` binds the listening socket in the module's own process (so a taken port or a missing address fails the
+task at once, with the reason), then hands the bound socket to a daemon (double fork, new session, stdio on
+/dev/null) that serves the step and writes its result atomically to ``<state_dir>/server-<address>-<port>.json``.
+``stop_and_collect`` sends the run's STOP, waits for that file and returns it; a daemon that overstays is ended by
+its PID (one this collection started). The server's lifetime is its work: no Ansible async watchdog outlives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from ._flow_module_io import write_json_atomic
+from ._flow_tcp import token_bytes
+
+DEFAULT_STATE_DIR = "/run/aifabric-lab"
+
+
+def run_id(token):
+    """What a result and a PID file carry to say which run they belong to (never the token itself)."""
+    return token_bytes(token).hex()
+
+
+def paths(state_dir, spec):
+    base = os.path.join(state_dir, "server-%s-%d" % (spec.address.replace(":", "_"), spec.port))
+    return base + ".json", base + ".pid"
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/status" % pid) as handle:
+            for line in handle:
+                if line.startswith("State:"):
+                    return line.split()[1] != "Z"
+    except OSError:
+        return False
+    return False
+
+
+def start(engine, spec, state_dir=DEFAULT_STATE_DIR):
+    """Start a background server; returns its description. Raises OSError when it cannot listen."""
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    result_path, pid_path = paths(state_dir, spec)
+    for stale in (result_path, pid_path):
+        if os.path.exists(stale):
+            os.unlink(stale)
+    listener = engine.listen(spec)
+    read_fd, write_fd = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover  (runs in the forked processes; covered by the real-socket tests)
+        try:
+            os.close(read_fd)
+            os.setsid()
+            if os.fork():
+                os._exit(0)
+            os.chdir("/")
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.write(write_fd, str(os.getpid()).encode())
+            os.close(write_fd)
+            try:
+                result = engine.serve(spec, listener)
+            except Exception as exc:  # noqa: BLE001  the daemon must leave a result whatever happens
+                result = {"role": "server", "status": "error", "error": "server crashed: %r" % (exc,), "flows": []}
+            result["run"] = run_id(spec.token)
+            write_json_atomic(result_path, result)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    listener.close()
+    os.waitpid(child, 0)
+    daemon = int(os.read(read_fd, 32) or b"0")
+    os.close(read_fd)
+    write_json_atomic(pid_path, {"pid": daemon, "run": run_id(spec.token), "started_at": time.time()})
+    return {"engine": engine.name, "role": "server", "status": "started", "pid": daemon, "address": spec.address,
+            "port": spec.port, "expected_clients": spec.expected_clients, "result_file": result_path}
+
+
+def stop_and_collect(engine, spec, state_dir=DEFAULT_STATE_DIR, wait=10.0, kill=os.kill):
+    """Stop the run's background server at ``spec.address:spec.port`` and return its result."""
+    result_path, pid_path = paths(state_dir, spec)
+    info = None
+    if os.path.exists(pid_path):
+        with open(pid_path) as handle:
+            info = json.load(handle)
+        if info.get("run") != run_id(spec.token):
+            return {"role": "server", "status": "error", "error": "the server at %s:%d belongs to another run "
+                    "(different token); not stopped" % (spec.address, spec.port)}
+    stop = engine.stop(spec)
+    deadline = time.time() + wait
+    while not os.path.exists(result_path) and time.time() < deadline:
+        time.sleep(0.05)
+    killed = None
+    pid = (info or {}).get("pid")
+    if pid:
+        grace = time.time() + 2.0
+        while _alive(pid) and time.time() < grace:
+            time.sleep(0.05)
+        if _alive(pid):
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    kill(pid, sig)
+                except ProcessLookupError:
+                    break
+                killed = sig.name
+                end = time.time() + 1.0
+                while _alive(pid) and time.time() < end:
+                    time.sleep(0.05)
+                if not _alive(pid):
+                    break
+    if os.path.exists(result_path):
+        with open(result_path) as handle:
+            result = json.load(handle)
+        if result.get("run") != run_id(spec.token):
+            result = {"role": "server", "status": "error",
+                      "error": "the result at %s belongs to another run" % result_path}
+    elif info is None:
+        result = {"role": "server", "status": "error",
+                  "error": "no background server of this run at %s:%d (nothing to stop; was it started with "
+                           "background=true on this host?)" % (spec.address, spec.port)}
+    else:
+        result = {"role": "server", "status": "error", "flows": [],
+                  "error": "the background server (pid %s) wrote no result within %ss" % (pid, wait)}
+    for path in (result_path, pid_path):
+        if os.path.exists(path):
+            os.unlink(path)
+    result["stop_request"] = "answered" if stop.get("stopped") else "nothing listening (the server had ended)"
+    if killed:
+        result["killed"] = killed
+    return result

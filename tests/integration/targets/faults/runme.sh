@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Real faults in the middle of a barrier step, on a lab of its own (namespaces aflt-flt-*): for each, the report names
+# the failed host and the cause, the step is marked failed (no step time over the survivors), completed flows stay on
+# disk, and afterwards no qdisc or process is left inside the lab. Prints a table line per case.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+P=aflt-flt-
+export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report ANSIBLE_FORKS=20
+inv="$work/hosts.yml"
+cat > "$inv" <<INV
+all:
+  vars:
+    ansible_connection: aifabric.lab.netns
+    ansible_netns_prefix: $P
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+    lab_namespace_prefix: $P
+    lab_subnet: 198.18.6.0/24
+    lab_line_rate: 8gbit
+  children:
+    switches: {hosts: {switch: {}}}
+    sinks: {hosts: {sink: {lab_address: 198.18.6.1}}}
+    workers: {hosts: {worker1: {lab_address: 198.18.6.11}, worker2: {lab_address: 198.18.6.12}, worker3: {lab_address: 198.18.6.13}}}
+INV
+own_pids=()
+payloads_before=""
+cleanup() {
+  for pid in "${own_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
+  # A module that was killed (cases 1 and 6) cannot remove its unpacked payload; remove the ones these cases made.
+  for d in $(ls -d "${TMPDIR:-/tmp}"/ansible_aifabric.lab.flow_payload_* 2>/dev/null || true); do
+    grep -qxF "$d" <<<"$payloads_before" || rm -rf "$d"
+  done
+  left=$(ip netns list | awk '{print $1}' | grep "^$P" || true)
+  rm -rf "$work"
+  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
+}
+trap cleanup EXIT
+table=()
+lab_pids() { for h in sink worker1 worker2 worker3; do ip netns pids "$P$h" 2>/dev/null; done; }
+lab_empty() { [ -z "$(lab_pids)" ]; }
+has_pids() { [ -n "$(ip netns pids "$P$1" 2>/dev/null)" ]; }
+wait_for() {  # wait_for SECONDS COMMAND...: until the command succeeds (a function, re-evaluated every time)
+  local end=$((SECONDS + $1)); shift
+  until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.1; done
+}
+no_leftovers() {  # no throttle on any worker, no process inside the lab (async watchdogs end within 5 s)
+  for h in worker1 worker2 worker3; do
+    if tc -n "$P$h" -j qdisc show dev eth0 | grep -q '"kind":"htb"'; then echo "qdisc left on $h"; return 1; fi
+  done
+  local pids
+  pids=$(lab_pids | paste -sd, -)
+  [ -z "$pids" ] || ps -o pid=,etimes=,args= -p "$pids" | sed 's/^/  still inside the lab: /' | cut -c1-160 || true
+  for jid in $(ps -o args= -p "${pids:-1}" 2>/dev/null | grep -o 'async_wrapper.py j[0-9]*' | awk '{print $2}' | sort -u); do
+    for f in ~/.ansible_async/"$jid".*; do
+      [ -e "$f" ] && python3 -c "import json,sys,time; d=json.load(open(sys.argv[1])); f=d.get('flow') or {}; \
+print('  job', sys.argv[1], 'finished', d.get('finished'), 'status', f.get('status'), 'error', f.get('error'), \
+'now', time.time(), 'flows', [(x.get('flow_id'), x.get('status'), x.get('last_byte')) for x in f.get('flows', [])])" "$f" || true
+    done
+  done
+  wait_for 10 lab_empty || { echo "processes left inside the lab: $(lab_pids)"; return 1; }
+}
+run_step() {  # run_step NAME EXTRA-ARGS...: the barrier step in the background; sets $pb and $runs
+  runs="$work/runs-$1"; shift
+  AIFABRIC_RUNS_DIR="${RUNS_DIR_OVERRIDE:-$runs}" ansible-playbook -i "$inv" aifabric.lab.barrier "$@" > "$runs.log" 2>&1 &
+  pb=$!
+}
+flows_running() { [ -n "$(ip netns pids ${P}worker1)" ] && [ -n "$(ip netns pids ${P}worker2)" ]; }
+row() { table+=("| $1 | $(python3 "$here/check_fault.py" "${@:2}" | sed 's/^REPORT| //') | none |"); echo "case ok: $1"; }
+
+ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null
+payloads_before=$(ls -d "${TMPDIR:-/tmp}"/ansible_aifabric.lab.flow_payload_* 2>/dev/null || true)
+
+# 1. A worker's flow process killed mid-transfer.
+run_step kill -e barrier_volume=3GB -e barrier_timeout=30
+wait_for 30 flows_running; sleep 3.5
+kill -9 $(ip netns pids ${P}worker1)
+wait "$pb" && exit 1 || true
+row "worker1's flow process killed (SIGKILL) mid-transfer" "$(ls -d "$runs"/*)" failed worker1="killed by SIGKILL" --kept worker2,worker3
+no_leftovers
+
+# 2. A worker's link set down mid-transfer.
+run_step linkdown -e barrier_volume=3GB -e barrier_timeout=16
+wait_for 30 flows_running; sleep 3.5
+ip -n ${P}worker2 link set eth0 down
+wait "$pb" && exit 1 || true
+ip -n ${P}worker2 link set eth0 up
+row "worker2's link set down mid-transfer" "$(ls -d "$runs"/*)" failed worker2=timeout --kept worker1,worker3
+no_leftovers
+
+# 3. The sink's server never started: another process holds its port (accepts, never answers).
+ip netns exec ${P}sink python3 -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('198.18.6.1',18600)); s.listen(8); time.sleep(120)" &
+impostor=$!; own_pids+=($impostor)
+sleep 0.5
+run_step noserver -e barrier_volume=200MB -e barrier_timeout=10
+wait "$pb" && exit 1 || true
+kill "$impostor"; wait "$impostor" 2>/dev/null || true
+grep -q "cannot listen on 198.18.6.1:18600" "$runs.log"
+row "the sink's port held by another process (server never started)" "$(ls -d "$runs"/*)" failed \
+  worker1="no flow server answered" worker2="no flow server answered" worker3="no flow server answered"
+no_leftovers
+
+# 4. One worker delayed past the start instant (its host stalls: the process is stopped while it waits).
+run_step late -e barrier_volume=1GB -e barrier_timeout=20
+wait_for 30 has_pids worker2
+stalled=$(ip netns pids ${P}worker2)
+kill -STOP $stalled; sleep 4; kill -CONT $stalled
+wait "$pb" && exit 1 || true
+row "worker2 stalled past the start instant (SIGSTOP 4 s)" "$(ls -d "$runs"/*)" failed worker2="after the start instant" \
+  --kept worker1,worker3
+no_leftovers
+
+# 5. The results directory cannot be written: the callback falls back to a temporary directory and says so.
+RUNS_DIR_OVERRIDE=/proc/aifabric-runs run_step unwritable -e barrier_volume=200MB
+wait "$pb"
+fallback=$(grep -o "writing this run's results to [^ ]*" "$runs.log" | awk '{print $NF}')
+test -d "$fallback"
+row "runs_dir not writable (set to /proc/...)" "$(ls -d "$fallback"/*)" ok --kept worker1,worker2,worker3
+rm -rf "$fallback"
+no_leftovers
+
+# 6. The controller interrupted (SIGINT) after the healthy workers finished, before the throttled one.
+run_step sigint -e barrier_volume=2GB -e barrier_timeout=30
+wait_for 40 bash -c "ls $runs/*/flows/barrier/worker1.json $runs/*/flows/barrier/worker2.json >/dev/null 2>&1"
+kill -INT "$pb"; wait "$pb" || true
+run=$(ls -d "$runs"/*)
+test ! -e "$run/flows/barrier/worker3.json"
+ansible-playbook aifabric.lab.render_report -e run_dir="$run" > "$work/render.log"
+grep -q "STEP FAILED" "$work/render.log"
+row "controller interrupted (SIGINT) mid-step, report re-rendered" "$run" failed worker3=missing --kept worker1,worker2
+ansible-playbook -i "$inv" aifabric.lab.lab_down > /dev/null
+test -z "$(ip netns list | awk '{print $1}' | grep "^$P" || true)"
+
+echo
+echo "| fault | report | leftovers |"
+echo "|---|---|---|"
+printf '%s\n' "${table[@]}"
+echo "faults: OK"

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+"""Background servers for real: a daemon on loopback, a client flow, stop and collect, and the failure paths."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils import _flow_server
+from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec
+from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spec(port, role="server", token="tok", **kw):
+    return FlowSpec(role=role, address="127.0.0.1", port=port, token=token, **kw)
+
+
+def wait_gone(pid, seconds=5.0):
+    end = time.time() + seconds
+    while _flow_server._alive(pid) and time.time() < end:
+        time.sleep(0.05)
+    return not _flow_server._alive(pid)
+
+
+def test_start_send_stop_collect(tmp_path):
+    port = free_port()
+    started = _flow_server.start(TcpEngine(), spec(port, expected_clients=1, timeout=20), str(tmp_path))
+    assert started["status"] == "started" and started["pid"] > 0 and _flow_server._alive(started["pid"])
+    flow = TcpEngine().send(spec(port, role="client", volume=5_000_000, start_at=time.time() + 0.3, timeout=10))
+    assert flow["status"] == "ok"
+    collected = _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path))
+    assert collected["status"] == "ok" and collected["bytes"] == 5_000_000
+    assert "killed" not in collected
+    assert wait_gone(started["pid"])
+    assert os.listdir(str(tmp_path)) == []  # result and pid files removed
+
+
+def test_stop_before_any_client_ends_the_daemon_with_what_it_has(tmp_path):
+    port = free_port()
+    started = _flow_server.start(TcpEngine(), spec(port, expected_clients=3, timeout=60), str(tmp_path))
+    collected = _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path), wait=5)
+    assert collected["status"] == "error" and "stopped by request with 0 of 3" in collected["error"]
+    assert collected["stop_request"] == "answered"
+    assert wait_gone(started["pid"])
+
+
+def test_a_taken_port_fails_at_start(tmp_path):
+    port = free_port()
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port))
+    holder.listen(1)
+    try:
+        with pytest.raises(OSError):
+            _flow_server.start(TcpEngine(), spec(port), str(tmp_path))
+    finally:
+        holder.close()
+
+
+def test_another_runs_server_is_not_stopped(tmp_path):
+    port = free_port()
+    started = _flow_server.start(TcpEngine(), spec(port, timeout=30), str(tmp_path))
+    try:
+        other = _flow_server.stop_and_collect(TcpEngine(), spec(port, token="other"), str(tmp_path), wait=1)
+        assert "belongs to another run" in other["error"]
+        assert _flow_server._alive(started["pid"])
+    finally:
+        _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path), wait=5)
+    assert wait_gone(started["pid"])
+
+
+def test_nothing_to_collect(tmp_path):
+    out = _flow_server.stop_and_collect(TcpEngine(), spec(free_port()), str(tmp_path), wait=0.2)
+    assert "no background server of this run" in out["error"]
+
+
+def test_a_daemon_that_overstays_is_killed_by_its_pid(tmp_path, monkeypatch):
+    """A server that ignores the STOP (here: the stop request is lost) is ended by its PID after the wait."""
+    port = free_port()
+    started = _flow_server.start(TcpEngine(), spec(port, expected_clients=2, timeout=60), str(tmp_path))
+    monkeypatch.setattr(TcpEngine, "stop", lambda self, s: {"stopped": False})
+    collected = _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path), wait=0.3)
+    assert collected["killed"] == "SIGTERM"
+    assert "wrote no result" in collected["error"] or collected.get("status") == "error"
+    assert wait_gone(started["pid"])
