@@ -61,7 +61,15 @@ def render_run(run_dir):
         raise AnsibleFilterError("render_run: %s" % exc) from None
 
 
+def rate_bps(value, name="rate"):
+    try:
+        return parse_rate(value, name)
+    except UnitError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
 class FilterModule:
     def filters(self):
         return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
-                "netns_lab_hosts": netns_lab_hosts, "render_run": render_run}
+                "netns_lab_hosts": netns_lab_hosts, "render_run": render_run,
+                "rate_bps": rate_bps}

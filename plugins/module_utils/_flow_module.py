@@ -84,7 +84,7 @@ def build_spec(params, now=None):
     role = params["role"]
     if not 1 <= params["port"] <= 65535:
         raise FlowError("port: %d is not a TCP port (1-65535)" % params["port"])
-    for key in ("timeout", "interval"):
+    for key in ("timeout", "interval", "stop_wait"):
         if params[key] <= 0:
             raise FlowError("%s: %s must be more than 0 seconds" % (key, params[key]))
     if params["start_tolerance"] < 0:

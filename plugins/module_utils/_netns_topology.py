@@ -205,6 +205,20 @@ class Topology:
                 found[ns] = pids
         return found
 
+    @staticmethod
+    def remove_server_files(topo, state_dir):
+        """Background flow servers' PID and result files of the lab's addresses (left by an interrupted step)."""
+        removed = []
+        if not os.path.isdir(state_dir):
+            return removed
+        addresses = {str(ipaddress.ip_interface(h["address"]).ip).replace(":", "_") for h in topo["hosts"]}
+        for name in sorted(os.listdir(state_dir)):
+            parts = name.split("-")
+            if name.startswith("server-") and len(parts) >= 3 and "-".join(parts[1:-1]) in addresses:
+                os.unlink(os.path.join(state_dir, name))
+                removed.append(name)
+        return removed
+
     def remove(self, topo, grace=6.0):
         """Stop what runs inside the lab (flow servers of an interrupted step), then delete the namespaces.
 
@@ -241,6 +255,7 @@ def run(module, netns, iproute):
         changed = bool(todo)
         if changed and not module.check_mode:
             stopped = topology.remove(topo, module.params["process_grace"])
+            Topology.remove_server_files(topo, module.params["state_dir"])
         diff = {"before": {"namespaces": todo, "processes": running}, "after": {"namespaces": [], "processes": {}}}
         if stopped:
             module.warn("stopped processes still running inside the lab: %s" % stopped)

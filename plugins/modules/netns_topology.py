@@ -70,6 +70,12 @@ options:
         are stopped (SIGTERM, then SIGKILL). Ansible's async watchdog outlives a finished job by up to 5 seconds.
     type: float
     default: 6.0
+  state_dir:
+    description:
+      - With O(state=absent), where background flow servers keep their files (the M(aifabric.lab.flow) option of the
+        same name); the files of the lab's addresses are removed.
+    type: path
+    default: /run/aifabric-lab
   state:
     description:
       - V(present) builds the lab; V(absent) stops the processes running inside the lab's namespaces and deletes every
@@ -152,6 +158,7 @@ def main():
             )),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             process_grace=dict(type="float", default=6.0),
+            state_dir=dict(type="path", default="/run/aifabric-lab"),
         ),
         supports_check_mode=True,
     )

@@ -102,3 +102,16 @@ def test_real_process_in_a_namespace_is_stopped():
         if proc is not None and proc.poll() is None:
             proc.kill()
         subprocess.call(["ip", "netns", "delete", name])
+
+
+def test_server_files_of_the_lab_are_removed_and_only_those(tmp_path):
+    from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import Topology
+
+    for name in ("server-198.18.0.1-18600.json", "server-198.18.0.1-18600.pid", "server-198.18.0.100-18600.pid",
+                 "server-2001_db8__1-18600.pid", "other.txt"):
+        (tmp_path / name).write_text("{}")
+    topo = validate(params(hosts=[{"namespace": "t-a", "interface": None, "port": "p-a", "address": "198.18.0.1/24"},
+                                  {"namespace": "t-b", "interface": None, "port": "p-b", "address": "2001:db8::1/64"}]))
+    removed = Topology.remove_server_files(topo, str(tmp_path))
+    assert removed == ["server-198.18.0.1-18600.json", "server-198.18.0.1-18600.pid", "server-2001_db8__1-18600.pid"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.txt", "server-198.18.0.100-18600.pid"]
