@@ -138,7 +138,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                 "bottleneck": format_rate(line),
                 "throttle": format_rate(throttles[src]) if src in throttles else None,
                 "throttle_mechanism": "tc htb on %s's egress" % src if src in throttles else None,
-                "expected_workers": sorted({s for s, _ in pairs}),
+                "expected_workers": sorted({source for source, _dest in pairs}),
             },
         })
     for host, rate in throttles.items():
