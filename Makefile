@@ -9,12 +9,16 @@ BIN         := $(VENV)/bin
 COLLECTIONS := $(CURDIR)/.collections
 COLL_LINK   := $(COLLECTIONS)/ansible_collections/aifabric/lab
 APT_PKGS    := python3-venv iproute2 iperf3 procps
+VMLAB_PKGS  := qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client linux-source-6.1 xz-utils make gcc \
+               bc flex bison libelf-dev
+VMLAB_CACHE ?= /var/cache/aifabric-vmlab
+export AIFABRIC_VMLAB_CACHE := $(VMLAB_CACHE)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help setup setup-test demo test lab-up lab-down clean-lab units integration molecule sanity lint \
-        benchmarks build install-check render
+        benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -22,6 +26,16 @@ help: ## list the targets
 .stamps/apt: Makefile
 	@mkdir -p .stamps
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing $$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@touch $@
+
+.stamps/apt-vmlab: Makefile
+	@mkdir -p .stamps
+	@missing=$$(for p in $(VMLAB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "apt: installing $$missing"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -59,7 +73,25 @@ lab-down: setup ## remove the netns lab
 render: setup ## rebuild a report from a run directory: make render RUN=runs/<dir>
 	ansible-playbook playbooks/render_report.yml -e run_dir=$(RUN)
 
-test: setup-test ## run the whole test suite (lint, sanity, units, integration, molecule)
+vmlab-setup: setup .stamps/apt-vmlab ## install what the VM lab needs (qemu, debootstrap, kernel source)
+
+vmlab-image: vmlab-setup ## build the VM-lab guest image into $(VMLAB_CACHE) (only when its inputs changed)
+	lab/vm/build-image.sh $(VMLAB_CACHE)
+
+vmlab-proof: vmlab-image ## boot two QEMU guests, prove soft-RoCE, netdevsim SR-IOV and vfio-pci over SSH, stop them
+	@trap 'ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_up.yml playbooks/vmlab_proof.yml
+
+vmlab-up: vmlab-image ## boot the VM lab (and leave it up)
+	ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_up.yml
+
+vmlab-down: setup ## stop the VM lab
+	ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_down.yml
+
+vmlab-test: vmlab-setup setup-test ## the VM tier of the tests alone
+	bash tests/vmlab/run.sh
+
+test: setup-test .stamps/apt-vmlab ## run the whole test suite (lint, sanity, units, integration, molecule, VM lab)
 	@bash tests/run-all.sh
 
 units: setup-test ## unit tests
