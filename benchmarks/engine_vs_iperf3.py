@@ -13,7 +13,7 @@ import time
 from _netns import engine_flow, timed, veth_pair
 
 VOLUME = 4 * 10**9
-REPEATS = 5
+REPEATS = 9
 
 
 def iperf3_flow(ns_client, ns_server):
