@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+"""perftest output (captured from perftest 4.5 over soft-RoCE in the VM lab), JSON dialects, GID choice, argv."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils._perftest import (
+    PerftestError,
+    build_argv,
+    find_gid_index,
+    parse_json,
+    parse_text,
+)
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+MIB = 2**20 * 8 / 1e9
+
+
+def fixture(name):
+    with open(os.path.join(FIX, "perftest", name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize(
+    "name, unit, gbps, iterations, test",
+    [
+        ("4.5_write_gbits_n.client.txt", "Gb/sec", 0.25, 200, "RDMA_Write BW Test"),
+        ("4.5_write_gbits_n.server.txt", "Gb/sec", 0.25, 200, "RDMA_Write BW Test"),
+        ("4.5_write_mbs_n.client.txt", "MB/sec", 32.68 * MIB, 200, "RDMA_Write BW Test"),
+        ("4.5_send_gbits_D.client.txt", "Gb/sec", 0.13, 755, "Send BW Test"),
+        ("4.5_read_gbits_rdmacm.client.txt", "Gb/sec", 0.16, 100, "RDMA_Read BW Test"),
+    ],
+)
+def test_real_text_output(name, unit, gbps, iterations, test):
+    result = parse_text(fixture(name))
+    assert result["unit"] == unit
+    assert result["bw_average_gbps"] == pytest.approx(gbps)
+    assert result["iterations"] == iterations and result["bytes"] == 65536
+    info = result["info"]
+    assert info["test"] == test and info["device"] == "rxe0" and info["link_type"] == "Ethernet"
+    assert info["mtu"] == 1024 and info["number_of_qps"] == 1
+
+
+def test_mb_per_sec_of_perftest_45_is_mebibytes():
+    # The message rate times the message size is the byte rate: 0.000523 Mpps x 65536 B = 34.3 MB/s = 32.7 MiB/s,
+    # which is what perftest 4.5 prints under "MB/sec".
+    result = parse_text(fixture("4.5_write_mbs_n.client.txt"))
+    byte_rate = result["msg_rate_mpps"] * 1e6 * result["bytes"]
+    assert result["bw_average_gbps"] == pytest.approx(byte_rate * 8 / 1e9, rel=0.01)
+
+
+def test_gid_index_and_rdma_cm_are_read():
+    assert parse_text(fixture("4.5_write_gbits_n.client.txt"))["info"]["gid_index"] == 1
+    assert parse_text(fixture("4.5_read_gbits_rdmacm.client.txt"))["info"]["rdma_cm_qps"] == "ON"
+
+
+def test_later_release_layout_with_noise_between_header_and_row():
+    text = """---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF          Device         : mlx5_0
+ Number of qps   : 2            Transport type : IB
+ Mtu             : 4096[B]
+ Link type       : IB
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+Conflicting CPU frequency values detected: 3000.000000 != 2100.000000. CPU Frequency is not max.
+ 65536      5000             23000.50            22950.25              0.367204
+---------------------------------------------------------------------------------------
+"""
+    result = parse_text(text)
+    assert result["unit"] == "MiB/sec"
+    assert result["bw_average_gbps"] == pytest.approx(22950.25 * MIB)
+    assert result["info"]["device"] == "mlx5_0" and result["info"]["number_of_qps"] == 2
+    assert result["info"]["mtu"] == 4096
+    assert any("Conflicting CPU frequency" in note for note in result["notes"])
+
+
+def test_all_sizes_mode_keeps_every_row():
+    text = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+            " 2          1000             0.01               0.01   \t\t     0.570447\n"
+            " 4          1000             0.03               0.03   \t\t     0.861000\n")
+    result = parse_text(text)
+    assert [r["bytes"] for r in result["rows"]] == [2, 4]
+    assert result["bytes"] == 4  # the summary is the last row
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("Couldn't connect to 198.18.100.1:18515\nUnable to open file descriptor for socket connection\n",
+         "Couldn't connect to 198.18.100.1:18515"),
+        ("", "printed no result"),
+        (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n", "printed no result"),
+    ],
+)
+def test_no_result_says_what_perftest_said(text, message):
+    with pytest.raises(PerftestError, match=message):
+        parse_text(text)
+
+
+def test_json_dialect_of_perftest_45():
+    result = parse_json(fixture("4.5_write_json.client.json"), report_gbits=True)
+    assert result["bw_average_gbps"] == pytest.approx(0.26)
+    assert result["iterations"] == 100 and result["bytes"] == 65536
+    assert result["info"]["device"] == "rxe0" and result["info"]["gid_index"] == 1
+
+
+def test_valid_json_of_later_releases():
+    text = ('{"test_info": {"test": "RDMA_Write_BW_Test", "Device": "mlx5_0", "GID_index": 3},'
+            ' "results": {"MsgSize": 65536, "n_iterations": 5000, "BW_peak": 23000.5, "BW_average": 22950.25,'
+            ' "MsgRate": 0.367204}}')
+    result = parse_json(text, report_gbits=False)
+    assert result["bw_average_gbps"] == pytest.approx(22950.25 * MIB)
+    assert result["info"]["gid_index"] == 3
+
+
+@pytest.mark.parametrize("text", ["{ test_info: {", '{"test_info": {}}', "not json at all"])
+def test_unreadable_json(text):
+    with pytest.raises(PerftestError):
+        parse_json(text, report_gbits=True)
+
+
+def test_gid_index_from_the_lab_address_on_rxe():
+    assert find_gid_index("rxe0", 1, "198.18.100.1", root=os.path.join(FIX, "sysfs", "rxe")) == 1
+
+
+@pytest.mark.parametrize("address, index", [("198.18.0.11", 3), ("2001:db8::b", 5)])
+def test_gid_index_prefers_roce_v2_on_connectx6(address, index):
+    assert find_gid_index("mlx5_0", 1, address, root=os.path.join(FIX, "sysfs", "cx6")) == index
+
+
+def test_gid_index_errors_list_the_table():
+    with pytest.raises(PerftestError, match=r"no GID of rxe0 port 1 carries 198.18.100.9; its GIDs: 0=fe80::"):
+        find_gid_index("rxe0", 1, "198.18.100.9", root=os.path.join(FIX, "sysfs", "rxe"))
+    with pytest.raises(PerftestError, match="no RDMA device mlx5_9"):
+        find_gid_index("mlx5_9", 1, "198.18.0.11", root=os.path.join(FIX, "sysfs", "cx6"))
+
+
+def test_argv_client_and_server():
+    server = build_argv("ib_write_bw", "rxe0", gid_index=1, iterations=200, tcp_port=18600)
+    assert server == ["ib_write_bw", "-d", "rxe0", "-i", "1", "-s", "65536", "-q", "1", "-p", "18600", "-F", "-x", "1",
+                      "--report_gbits", "-n", "200"]
+    client = build_argv("ib_send_bw", "mlx5_0", duration=10, qps=4, server="198.18.0.1", rdma_cm=True,
+                        rate_limit_gbps=2)
+    assert client[-1] == "198.18.0.1" and "-R" in client and ["-D", "10"] == client[client.index("-D"):][:2]
+    assert "--rate_limit=2" in client and "--rate_limit_type=SW" in client
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"tool": "ib_write_lat"}, "tool"),
+        ({"device": "rxe0; reboot"}, "device"),
+        ({"iterations": None, "duration": None}, "exactly one"),
+        ({"iterations": 4}, "iterations"),
+        ({"qps": 0}, "qps"),
+        ({"tcp_port": 70000}, "tcp_port"),
+        ({"server": "sink"}, "does not appear to be an IPv4 or IPv6 address"),
+        ({"rate_limit_gbps": 0}, "rate_limit"),
+    ],
+)
+def test_argv_refuses_bad_values(kwargs, message):
+    args = {"tool": "ib_write_bw", "device": "rxe0", "iterations": 100}
+    args.update(kwargs)
+    with pytest.raises((PerftestError, ValueError), match=message):
+        build_argv(**args)
