@@ -14,11 +14,19 @@ from datetime import datetime
 from . import _flow_server
 from ._flow_engine import ENGINES, FlowError, FlowSpec
 from ._flow_module_io import write_json_atomic
+from ._flow_perftest import PerftestEngine  # noqa: F401  (registers the perftest engine)
 from ._flow_tcp import TcpEngine
 from ._units import UnitError, parse_size
 
 ARGUMENT_SPEC = dict(
-    engine=dict(type="str", default="tcp", choices=["tcp"]),
+    engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
+    tool=dict(type="str", default="ib_write_bw", choices=["ib_write_bw", "ib_read_bw", "ib_send_bw"]),
+    device=dict(type="str"),
+    ib_port=dict(type="int", default=1),
+    gid_index=dict(type="int"),
+    msg_size=dict(type="int", default=65536),
+    qps=dict(type="int", default=1),
+    rdma_cm=dict(type="bool", default=False),
     role=dict(type="str", required=True, choices=["server", "client"]),
     state=dict(type="str", default="started", choices=["started", "stopped"]),
     address=dict(type="str", required=True),
@@ -101,7 +109,17 @@ def build_spec(params, now=None):
     )
     if not params["token"]:
         raise FlowError("token: must not be empty; use one random token per run, the same on servers and clients")
+    if params.get("engine") == "perftest":
+        spec.extra = {key: params.get(key) for key in ("tool", "device", "ib_port", "gid_index", "msg_size", "qps",
+                                                       "rdma_cm")}
+        if not params.get("device"):
+            raise FlowError("device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
     try:
+        if role == "server" and params.get("engine") == "perftest":
+            # perftest servers must run the same count or duration as their clients
+            if params.get("volume") is not None:
+                spec.volume = parse_size(params["volume"], "volume")
+            spec.duration = params.get("duration")
         if role == "client":
             if params.get("volume") is None and params.get("duration") is None:
                 raise FlowError("volume or duration: a client needs one (e.g. volume: 1GB or duration: 10)")
@@ -158,8 +176,9 @@ def run_module(module):
         try:
             started = _flow_server.start(engine, spec, params["state_dir"])
         except OSError as exc:
-            module.fail_json(msg="address/port: cannot listen on %s:%d: %s. Is the address on this host, and is "
-                                 "the port free?" % (spec.address, spec.port, exc))
+            module.fail_json(msg="cannot start the %s server on %s:%d: %s. Is the address on this host, is the "
+                                 "port free, is the engine's tool installed?" % (engine.name, spec.address,
+                                                                                 spec.port, exc))
         module.exit_json(changed=True, flow=started)
     result = engine.serve(spec) if spec.role == "server" else engine.send(spec)
     result["annotations"] = params["annotations"]

@@ -75,7 +75,8 @@ def start(engine, spec, state_dir=DEFAULT_STATE_DIR):
         finally:
             os._exit(0)
     os.close(write_fd)
-    listener.close()
+    if listener is not None:  # engines without a socket of their own (perftest) return None
+        listener.close()
     os.waitpid(child, 0)
     daemon = int(os.read(read_fd, 32) or b"0")
     os.close(read_fd)

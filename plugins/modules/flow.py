@@ -20,7 +20,11 @@ description:
   - Every timestamp is taken on the host (the start, the server's first and last byte, and the moment the receiver
     confirmed the last byte). Interval samples read the bytes the receiver acknowledged (C(TCP_INFO)).
   - The C(tcp) engine is built in (C(sendfile) from zero pages, C(splice) into C(/dev/null) on the receiver).
-    Engines sit behind one interface; the RDMA C(perftest) engine joins it.
+  - The C(perftest) engine runs RDMA flows with C(ib_write_bw), C(ib_read_bw) or C(ib_send_bw). A server runs one
+    perftest server per expected client, on ports O(port) to O(port) + O(expected_clients) - 1; give each client its
+    own port. perftest prints no elapsed time, so a client's completion is timed on the host, from O(start_at) to
+    the process's exit (this includes perftest's connection set-up). perftest's own average is returned beside it.
+    Servers need the step's O(volume) or O(duration) too, so their counts match their clients'.
   - Start the servers of a step with O(background=true) before its clients, and stop and collect them with
     O(state=stopped) after, in an C(always) section so a failed step never leaves a server behind. The playbooks of
     this collection do this.
@@ -42,7 +46,37 @@ options:
     description: The flow engine.
     type: str
     default: tcp
-    choices: [tcp]
+    choices: [tcp, perftest]
+  tool:
+    description: With O(engine=perftest), the perftest tool.
+    type: str
+    default: ib_write_bw
+    choices: [ib_write_bw, ib_read_bw, ib_send_bw]
+  device:
+    description: With O(engine=perftest), the RDMA device (as in C(/sys/class/infiniband)), like C(mlx5_0) or C(rxe0).
+    type: str
+  ib_port:
+    description: With O(engine=perftest), the device's port.
+    type: int
+    default: 1
+  gid_index:
+    description:
+      - With O(engine=perftest), the GID index (perftest's C(-x)). By default it is found from the lab address, the
+        server's O(address) or the client's O(source), preferring RoCE v2. Not needed with O(rdma_cm=true).
+    type: int
+  msg_size:
+    description:
+      - With O(engine=perftest), the message size in bytes. A O(volume) becomes ceil(volume / msg_size) iterations.
+    type: int
+    default: 65536
+  qps:
+    description: With O(engine=perftest), the number of queue pairs.
+    type: int
+    default: 1
+  rdma_cm:
+    description: With O(engine=perftest), connect the QPs through the RDMA connection manager (perftest's C(-R)).
+    type: bool
+    default: false
   role:
     description: Which side of the flow this host runs.
     type: str
@@ -229,6 +263,13 @@ flow:
         C(retransmits) and C(rtt_us).
       type: list
       elements: dict
+    perftest_gbps:
+      description: With O(engine=perftest), perftest's own BW average in Gb/s (the table's unit converted).
+      type: float
+    argv:
+      description: With O(engine=perftest), the client's perftest command line (an argument list; no shell).
+      type: list
+      elements: str
     pid:
       description: Background server just started. Its process ID on the host.
       type: int

@@ -23,7 +23,7 @@ ansible-playbook -i "$inv" playbooks/vmlab_up.yml | grep -E "answers SSH|started
 t2=$SECONDS
 ansible-playbook -i "$inv" playbooks/vmlab_proof.yml > "$AIFABRIC_VMLAB_CACHE/proof.log" 2>&1 \
   || { tail -40 "$AIFABRIC_VMLAB_CACHE/proof.log"; exit 1; }
-grep -o '"msg": "vm[12] (kernel of the guest).*"' "$AIFABRIC_VMLAB_CACHE/proof.log"
+grep -oE '"msg": "vm[12] .*"' "$AIFABRIC_VMLAB_CACHE/proof.log"
 t3=$SECONDS
 ansible-playbook -i "$inv" playbooks/vmlab_down.yml > /dev/null
 nothing_left

@@ -95,7 +95,7 @@ sleep 0.5
 run_step noserver -e barrier_volume=200MB -e barrier_timeout=10
 wait "$pb" && exit 1 || true
 kill "$impostor"; wait "$impostor" 2>/dev/null || true
-grep -q "cannot listen on 198.18.6.1:18600" "$runs.log"
+grep -q "cannot start the tcp server on 198.18.6.1:18600" "$runs.log"
 row "the sink's port held by another process (server never started)" "$(ls -d "$runs"/*)" failed \
   worker1="no flow server answered" worker2="no flow server answered" worker3="no flow server answered"
 no_leftovers

@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The perftest flow engine: RDMA flows with the tool users trust (ib_write_bw, ib_read_bw, ib_send_bw).
+
+A server runs one perftest server process per expected client, on ports ``port`` .. ``port + N - 1`` (perftest
+serves one peer per process). A client starts its perftest process at the step's start instant. perftest prints no
+elapsed time, so completion is timed on the host: from the start instant to the process's exit (it exits once its
+last completion arrived), which includes perftest's own connection set-up (milliseconds on hardware). perftest's own
+average is kept beside it. A perftest that fails or hangs ends at the flow's timeout, with its output kept.
+
+Commands are argument lists built from validated values (``_perftest.build_argv``); no shell is involved.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from ._flow_engine import FlowEngine, FlowError, register_engine, wait_until
+from ._perftest import PerftestError, build_argv, find_gid_index, parse_text
+
+DEFAULTS = {"tool": "ib_write_bw", "device": None, "ib_port": 1, "gid_index": None, "msg_size": 65536, "qps": 1,
+            "rdma_cm": False}
+
+
+def _options(spec, local_address):
+    opts = dict(DEFAULTS)
+    opts.update({k: v for k, v in (spec.extra or {}).items() if v is not None})
+    if not opts["device"]:
+        raise FlowError("device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
+    if opts["gid_index"] is None and not opts["rdma_cm"]:
+        if not local_address:
+            raise FlowError("gid_index or source: give the GID index, or the client's lab address in source so the "
+                            "GID can be found from it")
+        try:
+            opts["gid_index"] = find_gid_index(opts["device"], opts["ib_port"], local_address)
+        except PerftestError as exc:
+            raise FlowError(str(exc)) from None
+    return opts
+
+
+def _iterations(spec, size):
+    if spec.volume is None:
+        return None
+    return max(5, int(math.ceil(spec.volume / float(size))))
+
+
+def _tail(text, lines=8):
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+@register_engine
+class PerftestEngine(FlowEngine):
+    name = "perftest"
+
+    def listen(self, spec):
+        """Checks before a background server is started (so that a missing tool or device fails the task)."""
+        opts = dict(DEFAULTS)
+        opts.update({k: v for k, v in (spec.extra or {}).items() if v is not None})
+        if shutil.which(opts["tool"]) is None:
+            raise OSError("%s is not installed on this host (Debian: apt install perftest)" % opts["tool"])
+        if not opts.get("device") or not os.path.isdir("/sys/class/infiniband/%s" % opts["device"]):
+            raise OSError("no RDMA device %r on this host (see /sys/class/infiniband)" % (opts.get("device"),))
+        if spec.volume is None and spec.duration is None:
+            raise OSError("a perftest server needs the step's volume or duration (it must match its clients')")
+        return None
+
+    # ------------------------------------------------------------------ server
+    def serve(self, spec, listener=None):
+        result = {"engine": self.name, "role": "server", "address": spec.address, "port": spec.port,
+                  "expected_clients": spec.expected_clients, "flows": [], "rejected": [], "status": "error",
+                  "error": None, "listening_at": time.time()}
+        try:
+            opts = _options(spec, spec.address)
+            iterations = _iterations(spec, opts["msg_size"])
+            argvs = [build_argv(opts["tool"], opts["device"], opts["ib_port"], opts["gid_index"], opts["msg_size"],
+                                iterations, spec.duration, opts["qps"], spec.port + i, None, opts["rdma_cm"])
+                     for i in range(spec.expected_clients)]
+        except (FlowError, PerftestError) as exc:
+            result["error"] = str(exc)
+            return result
+        deadline = time.time() + spec.timeout
+        procs = []
+        stopping = []
+        previous = signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+        try:
+            for argv in argvs:
+                out = tempfile.TemporaryFile(mode="w+")
+                procs.append((argv, out, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)))
+            while any(p.poll() is None for _, _, p in procs) and time.time() < deadline and not stopping:
+                time.sleep(0.05)
+        finally:
+            for _, _, proc in procs:
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(2)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+            signal.signal(signal.SIGTERM, previous)
+        for argv, out, proc in procs:
+            out.seek(0)
+            text = out.read()
+            out.close()
+            entry = {"port": int(argv[argv.index("-p") + 1]), "exit_code": proc.returncode, "status": "error"}
+            try:
+                parsed = parse_text(text)
+                entry.update(status="ok" if proc.returncode == 0 else "error", bytes=parsed["bytes"] *
+                             parsed["iterations"], perftest_gbps=parsed["bw_average_gbps"], info=parsed["info"])
+                if proc.returncode:
+                    entry["error"] = "perftest exited with %s" % proc.returncode
+            except PerftestError as exc:
+                entry.update(error="%s (exit %s)" % (exc, proc.returncode), output=_tail(text))
+            result["flows"].append(entry)
+        done = sum(1 for f in result["flows"] if f["status"] == "ok")
+        if stopping and done < spec.expected_clients:
+            result["stopped"] = True
+            result["error"] = "stopped by request with %d of %d flows complete" % (done, spec.expected_clients)
+        elif done < spec.expected_clients:
+            result["error"] = "; ".join("port %d: %s" % (f["port"], f["error"]) for f in result["flows"]
+                                        if f["status"] != "ok") or "deadline reached"
+        else:
+            result["status"] = "ok"
+        result["bytes"] = sum(f.get("bytes", 0) for f in result["flows"] if f["status"] == "ok")
+        return result
+
+    # ------------------------------------------------------------------ client
+    def send(self, spec):
+        result = {"engine": self.name, "role": "client", "flow_id": spec.flow_id, "peer": spec.address,
+                  "port": spec.port, "start_at": spec.start_at, "volume_bytes": spec.volume,
+                  "duration_target_s": spec.duration, "bytes": 0, "status": "error", "error": None}
+        try:
+            opts = _options(spec, spec.source)
+            iterations = _iterations(spec, opts["msg_size"])
+            argv = build_argv(opts["tool"], opts["device"], opts["ib_port"], opts["gid_index"], opts["msg_size"],
+                              iterations, spec.duration, opts["qps"], spec.port, spec.address, opts["rdma_cm"])
+        except (FlowError, PerftestError) as exc:
+            result["error"] = str(exc)
+            return result
+        result["argv"] = argv
+        arrived = time.time()
+        result["arrived_at"] = arrived
+        if arrived > spec.start_at + spec.start_tolerance:
+            result.update(status="late", late_s=round(arrived - spec.start_at, 6),
+                          error="arrived %.3f s after the start instant (tolerance %.3f s); refused to start"
+                                % (arrived - spec.start_at, spec.start_tolerance))
+            return result
+        start = wait_until(spec.start_at)
+        result["start"] = start
+        result["late_s"] = round(start - spec.start_at, 6)
+        remaining = max(0.1, spec.start_at + spec.timeout - time.time())
+        try:
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=remaining, check=False)
+            text, code = proc.stdout, proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            text = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            result.update(status="timeout", output=_tail(text),
+                          error="perftest did not finish within timeout=%ss" % spec.timeout)
+            return result
+        end = time.time()
+        try:
+            parsed = parse_text(text)
+        except PerftestError as exc:
+            result.update(error="%s (exit %s)" % (exc, code), output=_tail(text))
+            return result
+        duration = end - start
+        transferred = parsed["bytes"] * parsed["iterations"]
+        result.update(bytes=transferred, first_byte=start, last_byte_acked=end, duration_s=round(duration, 6),
+                      completion_s=round(end - spec.start_at, 6),
+                      gbps=round(transferred * 8 / duration / 1e9, 6) if duration > 0 else 0.0,
+                      perftest_gbps=parsed["bw_average_gbps"], perftest=parsed["info"], exit_code=code)
+        if code != 0:
+            result["error"] = "perftest exited with %s" % code
+        else:
+            result["status"] = "ok"
+        return result
+
+    def stop(self, spec):
+        # perftest servers have no control channel: a background server is ended by signal (stop_and_collect).
+        return {"engine": self.name, "role": "stop", "stopped": False, "status": "ok"}
