@@ -12,9 +12,9 @@ import time
 from datetime import datetime
 
 from . import _flow_server
-from ._flow_engine import ENGINES, FlowError, FlowSpec
+from ._flow_engine import FlowError, FlowSpec
 from ._flow_module_io import write_json_atomic
-from ._flow_perftest import PerftestEngine  # noqa: F401  (registers the perftest engine)
+from ._flow_perftest import PerftestEngine
 from ._flow_tcp import TcpEngine
 from ._units import UnitError, parse_size
 
@@ -159,7 +159,7 @@ def run_module(module):
         spec = build_spec(params)
     except FlowError as exc:
         module.fail_json(msg=str(exc))
-    engine = ENGINES.get(params["engine"], TcpEngine)()
+    engine = {cls.name: cls for cls in (TcpEngine, PerftestEngine)}[params["engine"]]()
     if module.check_mode:
         module.exit_json(changed=False, msg="check mode: no traffic sent",
                          flow={"role": spec.role, "status": "skipped"})

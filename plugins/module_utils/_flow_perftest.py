@@ -93,10 +93,10 @@ class PerftestEngine(FlowEngine):
             for argv in argvs:
                 out = tempfile.TemporaryFile(mode="w+")
                 procs.append((argv, out, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)))
-            while any(p.poll() is None for _, _, p in procs) and time.time() < deadline and not stopping:
+            while any(proc.poll() is None for _argv, _out, proc in procs) and time.time() < deadline and not stopping:
                 time.sleep(0.05)
         finally:
-            for _, _, proc in procs:
+            for _argv, _out, proc in procs:
                 if proc.poll() is None:
                     proc.terminate()
                     try:
