@@ -23,25 +23,23 @@ export PYTHONDONTWRITEBYTECODE := 1
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-.stamps/apt: Makefile
+# $(call apt_ensure,PACKAGES): install the packages that are missing (apt-get update first), then stamp.
+define apt_ensure
 	@mkdir -p .stamps
-	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "apt: installing $$missing"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 	@touch $@
+endef
+
+.stamps/apt: Makefile
+	$(call apt_ensure,$(APT_PKGS))
 
 .stamps/apt-vmlab: Makefile
-	@mkdir -p .stamps
-	@missing=$$(for p in $(VMLAB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "apt: installing $$missing"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
-	@touch $@
+	$(call apt_ensure,$(VMLAB_PKGS))
 
 .stamps/venv: requirements.txt .stamps/apt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

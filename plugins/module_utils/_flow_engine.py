@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["FlowSpec", "FlowEngine", "FlowError", "ENGINES", "register_engine", "wait_until"]
+__all__ = ["FlowSpec", "FlowEngine", "FlowError", "refuse_if_late", "wait_until"]
 
 
 class FlowError(Exception):
@@ -54,12 +54,22 @@ class FlowEngine:
         raise NotImplementedError
 
 
-ENGINES: dict[str, type] = {}
+_LATE_FIX = {
+    "arrived": "give the play more lead time (start_lead)",
+    "woke": "the host stalled while the flow waited",
+}
 
 
-def register_engine(cls):
-    ENGINES[cls.name] = cls
-    return cls
+def refuse_if_late(result, spec, now, how="arrived"):
+    """Mark ``result`` late and return True when ``now`` (``how``: arrived, or woke after a stall) is past the start
+    instant plus its tolerance: a step never mixes a late flow in. Every engine decides lateness here."""
+    late = now - spec.start_at
+    if late <= spec.start_tolerance:
+        return False
+    result.update(status="late", late_s=round(late, 6),
+                  error="%s %.3f s after the start instant (tolerance %.3f s); refused to start so the step's flows "
+                        "stay synchronized: %s" % (how, late, spec.start_tolerance, _LATE_FIX[how]))
+    return True
 
 
 def wait_until(instant: float, clock=time.time, sleep=time.sleep, spin: float = 0.003) -> float:

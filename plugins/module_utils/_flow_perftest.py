@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-from ._flow_engine import FlowEngine, FlowError, register_engine, wait_until
+from ._flow_engine import FlowEngine, FlowError, refuse_if_late, wait_until
 from ._perftest import PerftestError, build_argv, find_gid_index, parse_text
 
 DEFAULTS = {"tool": "ib_write_bw", "device": None, "ib_port": 1, "gid_index": None, "msg_size": 65536, "qps": 1,
@@ -55,7 +55,6 @@ def _tail(text, lines=8):
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-@register_engine
 class PerftestEngine(FlowEngine):
     name = "perftest"
 
@@ -147,12 +146,11 @@ class PerftestEngine(FlowEngine):
         result["argv"] = argv
         arrived = time.time()
         result["arrived_at"] = arrived
-        if arrived > spec.start_at + spec.start_tolerance:
-            result.update(status="late", late_s=round(arrived - spec.start_at, 6),
-                          error="arrived %.3f s after the start instant (tolerance %.3f s); refused to start"
-                                % (arrived - spec.start_at, spec.start_tolerance))
+        if refuse_if_late(result, spec, arrived, "arrived"):
             return result
         start = wait_until(spec.start_at)
+        if refuse_if_late(result, spec, start, "woke"):
+            return result
         result["start"] = start
         result["late_s"] = round(start - spec.start_at, 6)
         remaining = max(0.1, spec.start_at + spec.timeout - time.time())

@@ -26,7 +26,7 @@ import struct
 import threading
 import time
 
-from ._flow_engine import FlowEngine, FlowSpec, register_engine, wait_until
+from ._flow_engine import FlowEngine, FlowSpec, refuse_if_late, wait_until
 
 MAGIC_HELLO = b"AFL1"
 MAGIC_STOP = b"AFLS"
@@ -145,7 +145,6 @@ def _zero_fd(size: int) -> int:
     return fd
 
 
-@register_engine
 class TcpEngine(FlowEngine):
     name = "tcp"
 
@@ -174,28 +173,14 @@ class TcpEngine(FlowEngine):
             zero_fd = _zero_fd(min(_ZERO_FILE_SIZE, spec.volume or _ZERO_FILE_SIZE))
             arrived = time.time()
             result["arrived_at"] = arrived
-            if arrived > spec.start_at + spec.start_tolerance:
-                result["status"] = "late"
-                result["late_s"] = round(arrived - spec.start_at, 6)
-                result["error"] = (
-                    "arrived %.3f s after the start instant (tolerance %.3f s); refused to start so the step's flows "
-                    "stay synchronized. Give the play more lead time (start_lead)."
-                    % (arrived - spec.start_at, spec.start_tolerance)
-                )
+            if refuse_if_late(result, spec, arrived, "arrived"):
                 return result
             if spec.start_at - time.time() > 0.05:
                 time.sleep(spec.start_at - time.time() - 0.05)
             previous = enter_realtime()
             try:
                 start = wait_until(spec.start_at, spin=0.0 if previous is not None else 0.003)
-                if start > spec.start_at + spec.start_tolerance:
-                    # Woke too late (the host stalled or the process was stopped while it slept).
-                    result["status"] = "late"
-                    result["late_s"] = round(start - spec.start_at, 6)
-                    result["error"] = (
-                        "woke %.3f s after the start instant (tolerance %.3f s): the host stalled while the flow "
-                        "waited; refused to start so the step's flows stay synchronized"
-                        % (start - spec.start_at, spec.start_tolerance))
+                if refuse_if_late(result, spec, start, "woke"):
                     return result
                 first = os.sendfile(sock.fileno(), zero_fd, 0, min(_FIRST_SEND, spec.volume or _FIRST_SEND))
             finally:
