@@ -8,6 +8,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
+from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import diff as _counters_diff
+from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import verdict as _counters_verdict
 from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import max_min_rates, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
@@ -68,8 +70,16 @@ def rate_bps(value, name="rate"):
         raise AnsibleFilterError(str(exc)) from None
 
 
+def counters_diff(before, after, slower_than_fair_share=None):
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        raise AnsibleFilterError("counters_diff: give two port_counters snapshots (the module's 'counters' return)")
+    delta = _counters_diff(before, after)
+    delta["verdict"] = _counters_verdict(delta, slower_than_fair_share)
+    return delta
+
+
 class FilterModule:
     def filters(self):
         return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
                 "netns_lab_hosts": netns_lab_hosts, "render_run": render_run,
-                "rate_bps": rate_bps}
+                "rate_bps": rate_bps, "counters_diff": counters_diff}

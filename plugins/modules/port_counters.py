@@ -1,0 +1,138 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: port_counters
+short_description: One snapshot of RDMA port counters, hw_counters, netdev and qdisc statistics
+version_added: 0.1.0
+description:
+  - Reads the counters the wire keeps for itself, for before/after comparisons around a step
+    (the M(aifabric.lab.flow) results say what the application moved; these say what the wire and the queues saw).
+  - RDMA ports, from C(/sys/class/infiniband/DEV/ports/N). The IB port counters in C(counters/) include
+    C(port_xmit_data) and C(port_rcv_data), which count 4-byte words, so C(port_xmit_bytes) and C(port_rcv_bytes)
+    are added (x4). The driver's C(hw_counters/) are read too; soft-RoCE has only these.
+  - Netdev statistics come from C(/sys/class/net/DEV/statistics), and qdisc and class statistics through netlink
+    (pyroute2).
+  - Compare two snapshots with the C(aifabric.lab.counters_diff) filter, which also gives the verdict (for example
+    "all error counters zero").
+author:
+  - aifabric.lab contributors (@aifabric)
+requirements:
+  - pyroute2 (for O(qdiscs) only)
+extends_documentation_fragment:
+  - aifabric.lab.attributes
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: It changes nothing.
+options:
+  rdma_devices:
+    description: RDMA devices to read. All of them when omitted; none with an empty list.
+    type: list
+    elements: str
+  netdevs:
+    description: Network devices whose statistics to read. None when omitted.
+    type: list
+    elements: str
+    default: []
+  qdiscs:
+    description: Network devices whose root qdisc (and htb classes) to read.
+    type: list
+    elements: str
+    default: []
+seealso:
+  - module: aifabric.lab.tc_shape
+  - module: aifabric.lab.flow
+"""
+
+EXAMPLES = r"""
+- name: Counters before the step
+  aifabric.lab.port_counters:
+    rdma_devices: [mlx5_0]
+    netdevs: [eth0]
+    qdiscs: [eth0]
+  register: before
+
+- name: Counters after the step
+  aifabric.lab.port_counters:
+    rdma_devices: [mlx5_0]
+    netdevs: [eth0]
+    qdiscs: [eth0]
+  register: after
+
+- name: What moved, and the verdict
+  ansible.builtin.debug:
+    msg: "{{ before.counters | aifabric.lab.counters_diff(after.counters) }}"
+"""
+
+RETURN = r"""
+counters:
+  description: The snapshot.
+  returned: always
+  type: dict
+  contains:
+    taken_at:
+      description: When it was taken (epoch seconds, host clock).
+      type: float
+    rdma:
+      description: Per device and port, C(state), C(rate), C(link_layer), C(counters) and C(hw_counters).
+      type: dict
+    netdev:
+      description: Per device, its statistics (C(rx_bytes), C(tx_bytes), C(rx_dropped), ...).
+      type: dict
+    qdisc:
+      description: Per device, C(qdisc) (bytes, packets, drops, overlimits, ...) and C(classes).
+      type: dict
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from pyroute2 import IPRoute
+except ImportError:
+    IPRoute = None
+    PYROUTE2_IMPORT_ERROR = traceback.format_exc()
+else:
+    PYROUTE2_IMPORT_ERROR = None
+
+from ansible_collections.aifabric.lab.plugins.module_utils._counters import snapshot
+from ansible_collections.aifabric.lab.plugins.module_utils._tc import ShapeError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            rdma_devices=dict(type="list", elements="str"),
+            netdevs=dict(type="list", elements="str", default=[]),
+            qdiscs=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["qdiscs"] and IPRoute is None:
+        module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
+    try:
+        if params["qdiscs"]:
+            with IPRoute() as ipr:
+                counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"], qdiscs=params["qdiscs"],
+                                    ipr=ipr)
+        else:
+            counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"])
+    except (KeyError, ShapeError) as exc:
+        module.fail_json(msg=str(exc).strip('"'))
+    module.exit_json(changed=False, counters=counters)
+
+
+if __name__ == "__main__":
+    main()
