@@ -50,8 +50,8 @@ def read_rdma(root="/", devices=None):
     wanted = present if devices is None else list(devices)
     missing = [d for d in wanted if d not in present]
     if missing:
-        raise KeyError("rdma_devices: no RDMA device %s here (present: %s)" % (", ".join(missing),
-                                                                              ", ".join(present) or "none"))
+        raise KeyError("rdma_devices: no RDMA device %s here (present: %s)"
+                       % (", ".join(missing), ", ".join(present) or "none"))
     out = {}
     for device in wanted:
         ports_dir = os.path.join(root, "sys/class/infiniband", device, "ports")
