@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import re
+
+from ._rdma_sysfs import gid_table
 
 TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 _HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(Gb|MB|MiB)/sec\]\s+BW average\[(?:Gb|MB|MiB)/sec\]\s+"
@@ -134,30 +135,18 @@ def find_gid_index(device, port, address, root="/", prefer=("RoCE v2", "IB/RoCE 
 
     Raises PerftestError with the device's GID table when no entry matches (wrong device, address not on its netdev).
     """
-    base = os.path.join(root, "sys/class/infiniband", device, "ports", str(port))
-    if not os.path.isdir(base):
-        raise PerftestError("device: no RDMA device %s with port %s (no %s)" % (device, port, base))
+    try:
+        table = gid_table(device, port, root)
+    except KeyError as exc:
+        raise PerftestError("device: %s" % str(exc).strip('"')) from None
     ip = ipaddress.ip_address(address)
     want = ipaddress.IPv6Address("::ffff:%s" % ip) if ip.version == 4 else ip
-    table, matches = [], []
-    for name in sorted(os.listdir(os.path.join(base, "gids")), key=lambda n: int(n) if n.isdigit() else 1 << 30):
-        if not name.isdigit():
-            continue
-        try:
-            with open(os.path.join(base, "gids", name)) as handle:
-                gid = ipaddress.IPv6Address(handle.read().strip())
-            with open(os.path.join(base, "gid_attrs", "types", name)) as handle:
-                kind = handle.read().strip()
-        except (OSError, ValueError):
-            continue  # an empty GID entry: the kernel refuses to read its type (EINVAL)
-        if gid.packed == bytes(16):
-            continue
-        table.append("%s=%s (%s)" % (name, gid, kind))
-        if gid == want:
-            matches.append((prefer.index(kind) if kind in prefer else len(prefer), int(name)))
+    matches = [(prefer.index(e["type"]) if e["type"] in prefer else len(prefer), e["index"])
+               for e in table if ipaddress.IPv6Address(e["gid"]) == want]
     if not matches:
         raise PerftestError("gid_index: no GID of %s port %s carries %s; its GIDs: %s. Is the address on the RDMA "
-                            "device's netdev?" % (device, port, address, ", ".join(table) or "none"))
+                            "device's netdev?" % (device, port, address, ", ".join(
+                                "%d=%s (%s)" % (e["index"], e["gid"], e["type"]) for e in table) or "none"))
     return min(matches)[1]
 
 

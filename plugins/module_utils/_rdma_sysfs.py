@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""RDMA facts that sysfs holds (``root=`` for fixture trees), and the IB encodings pyverbs returns as numbers."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+
+# IB active_width enum -> lanes; active_speed enum -> (name, signalling Gb/s per lane, data Gb/s per lane).
+WIDTH_LANES = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
+SPEED = {1: ("SDR", 2.5, 2.0), 2: ("DDR", 5.0, 4.0), 4: ("QDR", 10.0, 8.0), 8: ("FDR10", 10.3125, 10.0),
+         16: ("FDR", 14.0625, 13.64), 32: ("EDR", 25.78125, 25.0), 64: ("HDR", 53.125, 50.0),
+         128: ("NDR", 106.25, 100.0), 256: ("XDR", 212.5, 200.0)}
+MTU = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+PORT_STATE = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+PHYS_STATE = {1: "SLEEP", 2: "POLLING", 3: "DISABLED", 4: "PORT_CONFIGURATION_TRAINING", 5: "LINK_UP",
+              6: "LINK_ERROR_RECOVERY", 7: "PHY_TEST"}
+LINK_LAYER = {0: "unspecified", 1: "InfiniBand", 2: "Ethernet"}
+
+
+def link_rate(speed, width):
+    """``{speed, width, signalling_gbps, data_gbps}`` from the enums (4X SDR: 10 Gb/s signalling, 8 Gb/s data)."""
+    name, signal, data = SPEED.get(speed, ("unknown(%s)" % speed, 0.0, 0.0))
+    lanes = WIDTH_LANES.get(width, 0)
+    return {"speed": name, "width": "%dX" % lanes if lanes else "unknown(%s)" % width,
+            "signalling_gbps": signal * lanes, "data_gbps": round(data * lanes, 4)}
+
+
+def gid_table(device, port, root="/"):
+    """The port's non-empty GIDs: ``[{index, gid, type, netdev}]`` (entries whose type the kernel refuses are empty)."""
+    base = os.path.join(root, "sys/class/infiniband", device, "ports", str(port))
+    if not os.path.isdir(base):
+        raise KeyError("no RDMA device %s with port %s (no %s)" % (device, port, base))
+    table = []
+    names = [n for n in os.listdir(os.path.join(base, "gids")) if n.isdigit()]
+    for name in sorted(names, key=int):
+        try:
+            with open(os.path.join(base, "gids", name)) as handle:
+                gid = ipaddress.IPv6Address(handle.read().strip())
+            with open(os.path.join(base, "gid_attrs", "types", name)) as handle:
+                kind = handle.read().strip()
+        except (OSError, ValueError):
+            continue
+        if gid.packed == bytes(16):
+            continue
+        try:
+            with open(os.path.join(base, "gid_attrs", "ndevs", name)) as handle:
+                netdev = handle.read().strip()
+        except OSError:
+            netdev = None
+        entry = {"index": int(name), "gid": str(gid), "type": kind, "netdev": netdev}
+        if gid.ipv4_mapped:
+            entry["ipv4"] = str(gid.ipv4_mapped)
+        table.append(entry)
+    return table
