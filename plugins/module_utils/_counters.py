@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import time
 
+from ._rdma_sysfs import read_text as _read_text
+
 _NOT_COUNTERS = {"lifespan"}
 
 
@@ -29,14 +31,6 @@ def _read_int_dir(path):
         except (OSError, ValueError, IndexError):
             continue  # unreadable (permissions, EINVAL) or not a number
     return out
-
-
-def _read_text(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
 
 
 def rdma_devices(root="/"):

@@ -8,14 +8,7 @@ from __future__ import annotations
 import os
 
 from ._rdma_sysfs import LINK_LAYER, MTU, PHYS_STATE, PORT_STATE, gid_table, link_rate
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
+from ._rdma_sysfs import read_text as _read
 
 
 def sysfs_devices(root="/"):

@@ -20,6 +20,15 @@ PHYS_STATE = {1: "SLEEP", 2: "POLLING", 3: "DISABLED", 4: "PORT_CONFIGURATION_TR
 LINK_LAYER = {0: "unspecified", 1: "InfiniBand", 2: "Ethernet"}
 
 
+def read_text(path):
+    """A sysfs attribute's text, or None when it cannot be read (absent, EINVAL, permissions)."""
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
 def link_rate(speed, width):
     """``{speed, width, signalling_gbps, data_gbps}`` from the enums (4X SDR: 10 Gb/s signalling, 8 Gb/s data)."""
     name, signal, data = SPEED.get(speed, ("unknown(%s)" % speed, 0.0, 0.0))

@@ -129,19 +129,9 @@ stopped_processes:
   sample: {afl-sink: [4242]}
 """
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from pyroute2 import IPRoute, netns
-except ImportError:
-    IPRoute = netns = None
-    PYROUTE2_IMPORT_ERROR = traceback.format_exc()
-else:
-    PYROUTE2_IMPORT_ERROR = None
-
+from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import run
+from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, netns, require_pyroute2
 
 
 def main():
@@ -162,8 +152,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if IPRoute is None:
-        module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
+    require_pyroute2(module)
     run(module, netns, IPRoute)
 
 

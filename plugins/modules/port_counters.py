@@ -94,19 +94,9 @@ counters:
       type: dict
 """
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from pyroute2 import IPRoute
-except ImportError:
-    IPRoute = None
-    PYROUTE2_IMPORT_ERROR = traceback.format_exc()
-else:
-    PYROUTE2_IMPORT_ERROR = None
-
+from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aifabric.lab.plugins.module_utils._counters import snapshot
+from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, require_pyroute2
 from ansible_collections.aifabric.lab.plugins.module_utils._tc import ShapeError
 
 
@@ -120,8 +110,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if params["qdiscs"] and IPRoute is None:
-        module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
+    if params["qdiscs"]:
+        require_pyroute2(module)
     try:
         if params["qdiscs"]:
             with IPRoute() as ipr:

@@ -136,18 +136,8 @@ counters:
       type: dict
 """
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from pyroute2 import IPRoute
-except ImportError:
-    IPRoute = None
-    PYROUTE2_IMPORT_ERROR = traceback.format_exc()
-else:
-    PYROUTE2_IMPORT_ERROR = None
-
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, require_pyroute2
 from ansible_collections.aifabric.lab.plugins.module_utils._tc import run
 
 
@@ -167,8 +157,7 @@ def main():
         required_if=[("state", "present", ("rate",))],
         supports_check_mode=True,
     )
-    if IPRoute is None:
-        module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
+    require_pyroute2(module)
     with IPRoute() as ipr:
         run(module, ipr)
 
