@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup setup-test demo test lab-up lab-down clean-lab units integration molecule sanity lint \
+.PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test
 
 help: ## list the targets
@@ -112,6 +112,9 @@ benchmarks: setup-test ## start skew, goodput and engine figures (printed, not a
 	$(BIN)/python benchmarks/start_skew.py
 	$(BIN)/python benchmarks/goodput.py
 	$(BIN)/python benchmarks/engine_vs_iperf3.py
+
+install-check: setup-test ## build the collection, install it into an empty path and use it from there
+	bash tests/build/install_check.sh
 
 build: setup ## build the collection tarball into build/
 	@mkdir -p build

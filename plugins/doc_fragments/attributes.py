@@ -18,3 +18,18 @@ attributes:
     description:
       - When run twice in a row with the same arguments, the second run reports no change and changes nothing.
 """
+
+    # For modules that only read (aifabric.lab.attributes.info_module), together with the fragment above.
+    INFO_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads.
+  diff_mode:
+    support: N/A
+    details: The module changes nothing.
+  idempotent:
+    support: full
+    details: The module changes nothing.
+"""

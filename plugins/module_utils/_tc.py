@@ -251,7 +251,8 @@ class Shaper:
     # ---------------------------------------------------------------- writing
     def apply(self, shaper, index=None):
         index = self.index if index is None else index
-        if self.root_qdisc(index) is not None and self.root_qdisc(index).get_attr("TCA_KIND") not in ("noqueue",):
+        root = self.root_qdisc(index)
+        if root is not None and root.get_attr("TCA_KIND") != "noqueue":
             try:
                 self.ipr.tc("del", index=index, handle=0, parent=TC_H_ROOT)
             except Exception:  # noqa: BLE001  pfifo_fast/mq defaults cannot always be deleted; replaced below

@@ -25,15 +25,7 @@ requirements:
   - pyroute2 (for O(qdiscs) only)
 extends_documentation_fragment:
   - aifabric.lab.attributes
-attributes:
-  check_mode:
-    support: full
-    details: The module only reads.
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
-    details: It changes nothing.
+  - aifabric.lab.attributes.info_module
 options:
   rdma_devices:
     description: RDMA devices to read. All of them when omitted; none with an empty list.

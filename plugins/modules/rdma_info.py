@@ -28,15 +28,7 @@ requirements:
   - pyverbs (Debian package python3-pyverbs), when the host has RDMA devices
 extends_documentation_fragment:
   - aifabric.lab.attributes
-attributes:
-  check_mode:
-    support: full
-    details: The module only reads.
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
-    details: It changes nothing.
+  - aifabric.lab.attributes.info_module
 options:
   devices:
     description: RDMA devices to describe (names as in C(/sys/class/infiniband)). All of them when omitted.

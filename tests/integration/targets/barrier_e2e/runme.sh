@@ -8,21 +8,7 @@ export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report
 export AIFABRIC_RUNS_DIR="$work/runs"
 export ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
-cat > "$inv" <<INV
-all:
-  vars:
-    ansible_connection: aifabric.lab.netns
-    ansible_netns_prefix: aflt-e2e-
-    ansible_python_interpreter: "{{ ansible_playbook_python }}"
-    lab_namespace_prefix: aflt-e2e-
-    lab_subnet: 198.18.7.0/24
-    lab_mtu: 9000
-    lab_line_rate: 8gbit
-  children:
-    switches: {hosts: {switch: {}}}
-    sinks: {hosts: {sink: {lab_address: 198.18.7.1}}}
-    workers: {hosts: {worker1: {lab_address: 198.18.7.11}, worker2: {lab_address: 198.18.7.12}, worker3: {lab_address: 198.18.7.13}}}
-INV
+bash "$here/../../lab-inventory.sh" aflt-e2e- 7 > "$inv"
 cleanup() {
   ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
   left=$(ip netns list | awk '{print $1}' | grep '^aflt-e2e-' || true)

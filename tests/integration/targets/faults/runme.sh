@@ -8,20 +8,7 @@ work=$(mktemp -d)
 P=aflt-flt-
 export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
-cat > "$inv" <<INV
-all:
-  vars:
-    ansible_connection: aifabric.lab.netns
-    ansible_netns_prefix: $P
-    ansible_python_interpreter: "{{ ansible_playbook_python }}"
-    lab_namespace_prefix: $P
-    lab_subnet: 198.18.6.0/24
-    lab_line_rate: 8gbit
-  children:
-    switches: {hosts: {switch: {}}}
-    sinks: {hosts: {sink: {lab_address: 198.18.6.1}}}
-    workers: {hosts: {worker1: {lab_address: 198.18.6.11}, worker2: {lab_address: 198.18.6.12}, worker3: {lab_address: 198.18.6.13}}}
-INV
+bash "$here/../../lab-inventory.sh" $P 6 > "$inv"
 own_pids=()
 payloads_before=""
 cleanup() {

@@ -2,6 +2,7 @@
 """The tcp engine on real loopback sockets: both sides, the start instant, refusals, stop and timeout."""
 from __future__ import annotations
 
+import os
 import re
 import socket
 import threading
@@ -167,16 +168,41 @@ def test_wait_until_lands_within_a_millisecond():
         assert 0 <= landed - target < 0.001
 
 
-def test_a_client_that_wakes_late_refuses(monkeypatch):
-    """The host stalls while the client sleeps (here: its sleep overshoots by 50 ms): it must not start late."""
-    from ansible_collections.aifabric.lab.plugins.module_utils import _flow_tcp
+CLIENT = r"""
+import json, sys
+from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec
+from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
+port, start_at = int(sys.argv[1]), float(sys.argv[2])
+print(json.dumps(TcpEngine().send(FlowSpec(role="client", address="127.0.0.1", port=port, token="tok",
+                                           volume=100000, start_at=start_at, timeout=10))))
+"""
 
-    real = _flow_tcp.wait_until
-    monkeypatch.setattr(_flow_tcp, "wait_until", lambda instant, spin=0.003: real(instant + 0.05, spin=spin))
+
+def test_a_client_that_stalls_while_waiting_wakes_late_and_refuses():
+    """A real stall: the client is admitted and sleeping toward the instant when its process is stopped (SIGSTOP)
+    until after the instant. It must refuse to start rather than send late."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
     port = free_port()
-    thread, server = serve_in_thread(port, timeout=2.0)
-    result = client(port, lead=0.3)
-    thread.join(5)
+    thread, server = serve_in_thread(port, timeout=5.0)
+    start_at = time.time() + 1.2
+    child = subprocess.Popen([sys.executable, "-c", CLIENT, str(port), repr(start_at)], stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        time.sleep(0.7)  # admitted by the server, now sleeping toward the instant
+        child.send_signal(signal.SIGSTOP)
+        time.sleep(1.0)  # the instant passes while the process cannot run
+        child.send_signal(signal.SIGCONT)
+        out = child.communicate(timeout=10)[0]
+    finally:
+        if child.poll() is None:
+            child.kill()
+    thread.join(6)
+    result = json.loads(out)
     assert result["status"] == "late"
-    assert result["late_s"] >= 0.05
-    assert result["error"].startswith("woke 0.05")
+    assert result["error"].startswith("woke ") and "the host stalled" in result["error"]
+    assert result["late_s"] >= 0.4
+    assert result.get("bytes_sent") is None  # nothing was sent
