@@ -7,7 +7,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${1:-${AIFABRIC_VMLAB_CACHE:-/var/cache/aifabric-vmlab}}
 packages=linux-image-amd64,initramfs-tools,udev,kmod,iproute2,rdma-core,ibverbs-utils,ibverbs-providers,perftest,python3,pciutils,ethtool,procps,openssh-server,iperf3,python3-pyverbs
-inputs=$(cat "$0" "$here/guest-init.sh"; echo "$packages")
+# pyroute2 at the collection's own pin (Debian's python3-pyroute2 is 0.7), installed with pip into the guest
+pyroute2_pin=$(grep -E '^pyroute2==' "$here/../../requirements.txt")
+inputs=$(cat "$0" "$here/guest-init.sh"; echo "$packages $pyroute2_pin")
 stamp="$cache/image-$(sha256sum <<<"$inputs" | cut -c1-16).done"
 mkdir -p "$cache"
 if [ -e "$stamp" ] && [ -e "$cache/image.raw" ]; then echo "vmlab image: up to date ($cache)"; exit 0; fi
@@ -45,6 +47,12 @@ mkdir -p "$root/lib/modules/$kver/updates"
 cp "$nsim/netdevsim.ko" "$root/lib/modules/$kver/updates/"
 chroot "$root" depmod -a "$kver"
 echo "vmlab: netdevsim built for $kver"
+
+pip=$here/../../.venv/bin/pip
+[ -x "$pip" ] || pip="python3 -m pip"
+$pip install -q --no-deps --no-compile --target "$root/usr/local/lib/python3.11/dist-packages" "$pyroute2_pin" \
+  || { echo "vmlab: pip could not install $pyroute2_pin into the guest"; exit 1; }
+echo "vmlab: $pyroute2_pin installed in the guest"
 
 # The guest's own configuration: init, root's key, sshd, host keys.
 install -m 0755 "$here/guest-init.sh" "$root/sbin/aifabric-init"

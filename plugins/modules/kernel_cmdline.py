@@ -1,0 +1,146 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: kernel_cmdline
+short_description: Kernel arguments in the boot loader's configuration (GRUB or /etc/kernel/cmdline), with reboot status
+version_added: 0.2.0
+description:
+  - Adds or removes kernel arguments such as C(intel_iommu=on) and C(iommu=pt) in the file the boot loader reads,
+    and says whether the running kernel already has them (RV(reboot_required)).
+  - "For GRUB it edits one variable of C(/etc/default/grub) (O(variable), C(GRUB_CMDLINE_LINUX) by default, which
+    also applies to recovery entries); the boot loader's own configuration must then be regenerated:
+    RV(update_command) says with what (C(update-grub)). For C(/etc/kernel/cmdline) (systemd-boot, kernel-install)
+    the whole file is the command line."
+  - A V(key=value) argument replaces another value of the same key (C(iommu=nopt) becomes C(iommu=pt)); other
+    arguments are kept in their order.
+author:
+  - aifabric.lab contributors (@aifabric)
+extends_documentation_fragment:
+  - aifabric.lab.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+options:
+  args:
+    description: Kernel arguments, each V(key=value) or a bare flag.
+    type: list
+    elements: str
+    required: true
+  state:
+    description: V(present) adds them; V(absent) removes them (a bare key removes every value of that key).
+    type: str
+    choices: [present, absent]
+    default: present
+  path:
+    description:
+      - The configuration file. By default C(/etc/default/grub), else C(/etc/kernel/cmdline), whichever exists.
+    type: path
+  variable:
+    description: The GRUB variable to edit.
+    type: str
+    default: GRUB_CMDLINE_LINUX
+seealso:
+  - module: aifabric.lab.vfio_pci
+  - module: aifabric.lab.pci_info
+"""
+
+EXAMPLES = r"""
+- name: Turn the IOMMU on for VFIO (Intel)
+  aifabric.lab.kernel_cmdline:
+    args: [intel_iommu=on, iommu=pt]
+  register: iommu_args
+
+- name: Regenerate GRUB's configuration
+  ansible.builtin.command: "{{ iommu_args.update_command }}"
+  when: iommu_args is changed
+  changed_when: true
+"""
+
+RETURN = r"""
+path:
+  description: The file edited.
+  returned: success
+  type: str
+  sample: /etc/default/grub
+args:
+  description: The command line in the file after the change.
+  returned: success
+  type: list
+  elements: str
+reboot_required:
+  description: Whether the running kernel booted without what the file now asks for.
+  returned: success
+  type: bool
+update_command:
+  description: The command that makes the boot loader read the new file (empty for other paths).
+  returned: success
+  type: list
+  elements: str
+  sample: [update-grub]
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.aifabric.lab.plugins.module_utils._cmdline import (
+    UPDATE,
+    CmdlineError,
+    edit,
+    find_config,
+    read_config,
+    render_config,
+    running_has,
+    validate,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            args=dict(type="list", elements="str", required=True),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            path=dict(type="path"),
+            variable=dict(type="str", default="GRUB_CMDLINE_LINUX"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        validate(p["args"])
+        path = find_config(path=p["path"])
+        lines, index, words = read_config(path, p["variable"])
+    except CmdlineError as exc:
+        module.fail_json(msg=str(exc))
+    new = edit(words, p["args"], p["state"])
+    before, after = render_config(path, p["variable"], lines, index, words), render_config(
+        path, p["variable"], lines, index, new)
+    changed = new != words
+    if changed and not module.check_mode:
+        module.atomic_move(_tmp(module, after), path)
+    update = UPDATE.get(os.path.basename(path), [])
+    result = dict(changed=changed, path=path, args=new, update_command=update,
+                  reboot_required=not running_has(p["args"], p["state"]))
+    if module._diff:
+        result["diff"] = {"before": before, "after": after, "before_header": path, "after_header": path}
+    module.exit_json(**result)
+
+
+def _tmp(module, text):
+    fd, tmp = tempfile.mkstemp(dir=module.tmpdir)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    return tmp
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+"""Fixture sysfs trees shaped like real hosts' PCI views: the same directories, files and relative symlinks.
+
+The layouts are copied from real machines:
+  * ``vm_guest``: the VM lab's q35 guest, read there with ls -l (virtio NICs whose netdevs sit under ``virtioN/net``,
+    an e1000e alone in IOMMU group 4, and group 6 holding three endpoints: ISA bridge on lpc_ich, SATA on ahci,
+    SMBus on i801_smbus);
+  * ``cx6_host``: a dual-socket server with a ConnectX-6 (15b3:101b, InfiniBand class 0x0207) PF behind root port
+    0000:3a:00.0, on mlx5_core with ib0/mlx5_0, sriov_totalvfs 8, two VFs (15b3:101c) linked by virtfnN/physfn, the
+    first VF already on vfio-pci; and a two-port card whose functions share group 52 (no ACS).
+"""
+from __future__ import annotations
+
+import os
+
+
+def _write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(text + "\n")
+
+
+def _link(path, target):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(target, path)
+
+
+def _rel(frm_dir, to):
+    return os.path.relpath(to, frm_dir)
+
+
+def add_device(root, bdf, parent, vendor, device, klass, driver=None, group=None, numa=-1, netdevs=(), rdma=(),
+               virtio_netdev=None, totalvfs=None, numvfs=None, override="(null)"):
+    """One PCI function at sys/devices/<parent>/<bdf>, with the bus, driver and group links the kernel makes."""
+    sysd = os.path.join(root, "sys")
+    dev = os.path.join(sysd, "devices", parent, bdf)
+    os.makedirs(dev)
+    for name, value in (("vendor", vendor), ("device", device), ("class", klass), ("numa_node", str(numa)),
+                        ("driver_override", override), ("subsystem_vendor", vendor), ("enable", "1")):
+        _write(os.path.join(dev, name), value)
+    bus_dev = os.path.join(sysd, "bus/pci/devices", bdf)
+    _link(bus_dev, _rel(os.path.dirname(bus_dev), dev))
+    if driver:
+        bind_driver(root, bdf, driver)
+    if group is not None:
+        gdir = os.path.join(sysd, "kernel/iommu_groups", str(group), "devices")
+        _link(os.path.join(dev, "iommu_group"), _rel(dev, os.path.dirname(gdir)))
+        _link(os.path.join(gdir, bdf), _rel(gdir, dev))
+    for name in netdevs:
+        _netdev(root, os.path.join(dev, "net", name), name)
+    if virtio_netdev:
+        _netdev(root, os.path.join(dev, "virtio0", "net", virtio_netdev), virtio_netdev)
+    for name in rdma:
+        os.makedirs(os.path.join(dev, "infiniband", name))
+    if totalvfs is not None:
+        _write(os.path.join(dev, "sriov_totalvfs"), str(totalvfs))
+    if numvfs is not None:
+        _write(os.path.join(dev, "sriov_numvfs"), str(numvfs))
+        _write(os.path.join(dev, "sriov_drivers_autoprobe"), "1")
+    return dev
+
+
+def _netdev(root, path, name):
+    os.makedirs(path)
+    _write(os.path.join(path, "address"), "52:54:00:00:00:01")
+    link = os.path.join(root, "sys/class/net", name)
+    _link(link, _rel(os.path.dirname(link), path))
+
+
+def bind_driver(root, bdf, driver):
+    """What the kernel does on a bind: the device's driver link and the driver's link back."""
+    sysd = os.path.join(root, "sys")
+    dev = os.path.realpath(os.path.join(sysd, "bus/pci/devices", bdf))
+    ddir = os.path.join(sysd, "bus/pci/drivers", driver)
+    for name in ("bind", "unbind", "new_id", "remove_id"):
+        if not os.path.exists(os.path.join(ddir, name)):
+            _write(os.path.join(ddir, name), "")
+    if os.path.lexists(os.path.join(dev, "driver")):
+        os.unlink(os.path.join(dev, "driver"))
+    _link(os.path.join(dev, "driver"), _rel(dev, ddir))
+    _link(os.path.join(ddir, bdf), _rel(ddir, dev))
+
+
+def link_vf(root, pf, vf, index):
+    sysd = os.path.join(root, "sys")
+    pf_dev = os.path.realpath(os.path.join(sysd, "bus/pci/devices", pf))
+    vf_dev = os.path.realpath(os.path.join(sysd, "bus/pci/devices", vf))
+    _link(os.path.join(pf_dev, "virtfn%d" % index), _rel(pf_dev, vf_dev))
+    _link(os.path.join(vf_dev, "physfn"), _rel(vf_dev, pf_dev))
+
+
+def iommu(root, on=True, tables=("DMAR",), cmdline="BOOT_IMAGE=/vmlinuz root=/dev/vda rw intel_iommu=on iommu=pt"):
+    for table in tables:
+        _write(os.path.join(root, "sys/firmware/acpi/tables", table), "")
+    if on:
+        os.makedirs(os.path.join(root, "sys/class/iommu/dmar0"), exist_ok=True)
+    _write(os.path.join(root, "proc/cmdline"), cmdline)
+    os.makedirs(os.path.join(root, "sys/kernel/iommu_groups"), exist_ok=True)
+    os.makedirs(os.path.join(root, "dev/vfio"), exist_ok=True)
+
+
+def vm_guest(root):
+    root = str(root)
+    iommu(root)
+    p = "pci0000:00"
+    add_device(root, "0000:00:00.0", p, "0x8086", "0x29c0", "0x060000", group=0)
+    add_device(root, "0000:00:02.0", p, "0x1af4", "0x1000", "0x020000", "virtio-pci", 2, virtio_netdev="mgmt0")
+    add_device(root, "0000:00:03.0", p, "0x1af4", "0x1000", "0x020000", "virtio-pci", 3, virtio_netdev="data0")
+    add_device(root, "0000:00:04.0", p, "0x8086", "0x10d3", "0x020000", "e1000e", 4, netdevs=["pass0"])
+    add_device(root, "0000:00:1f.0", p, "0x8086", "0x2918", "0x060100", "lpc_ich", 6)
+    add_device(root, "0000:00:1f.2", p, "0x8086", "0x2922", "0x010601", "ahci", 6)
+    add_device(root, "0000:00:1f.3", p, "0x8086", "0x2930", "0x0c0500", "i801_smbus", 6)
+    _link(os.path.join(root, "sys/class/net/lo"), "../../devices/virtual/net/lo")
+    os.makedirs(os.path.join(root, "sys/devices/virtual/net/lo"))
+    return root
+
+
+def cx6_host(root, iommu_on=True):
+    root = str(root)
+    iommu(root, on=iommu_on, cmdline="BOOT_IMAGE=/vmlinuz root=UUID=1 ro quiet" + (
+        " intel_iommu=on iommu=pt" if iommu_on else ""))
+    g = (lambda n: n) if iommu_on else (lambda n: None)
+    add_device(root, "0000:3a:00.0", "pci0000:3a", "0x8086", "0x2030", "0x060400", "pcieport", g(37))
+    port = "pci0000:3a/0000:3a:00.0"
+    add_device(root, "0000:3b:00.0", port, "0x15b3", "0x101b", "0x020700", "mlx5_core", g(38), numa=0,
+               netdevs=["ib0"], rdma=["mlx5_0"], totalvfs=8, numvfs=2)
+    add_device(root, "0000:3b:00.1", port, "0x15b3", "0x101c", "0x020700", "vfio-pci", g(39), numa=0,
+               override="vfio-pci")
+    add_device(root, "0000:3b:00.2", port, "0x15b3", "0x101c", "0x020700", "mlx5_core", g(40), numa=0,
+               netdevs=["ib1"], rdma=["mlx5_1"])
+    link_vf(root, "0000:3b:00.0", "0000:3b:00.1", 0)
+    link_vf(root, "0000:3b:00.0", "0000:3b:00.2", 1)
+    if iommu_on:
+        os.makedirs(os.path.join(root, "dev/vfio"), exist_ok=True)
+        _write(os.path.join(root, "dev/vfio/39"), "")
+    # A two-port 25G card without ACS: both functions in group 52, behind a root port (also in 52) on pcieport.
+    add_device(root, "0000:5e:00.0", "pci0000:5d", "0x8086", "0x2032", "0x060400", "pcieport", g(52))
+    add_device(root, "0000:5f:00.0", "pci0000:5d/0000:5e:00.0", "0x15b3", "0x1017", "0x020000", "mlx5_core", g(52),
+               numa=1, netdevs=["ens2f0np0"], rdma=["mlx5_2"])
+    add_device(root, "0000:5f:00.1", "pci0000:5d/0000:5e:00.0", "0x15b3", "0x1017", "0x020000", "mlx5_core", g(52),
+               numa=1, netdevs=["ens2f1np1"], rdma=["mlx5_3"])
+    return root
