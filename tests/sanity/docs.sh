@@ -16,6 +16,7 @@ for f in plugins/modules/*.py; do check module "$(basename "$f" .py)"; done
 for f in plugins/connection/*.py; do check connection "$(basename "$f" .py)"; done
 for f in plugins/callback/*.py; do check callback "$(basename "$f" .py)"; done
 for f in plugins/filter/*.yml; do check filter "$(basename "$f" .yml)"; done
-check role netns_lab
-check role experiment
+for r in roles/*/meta/argument_specs.yml; do
+  check role "$(basename "$(dirname "$(dirname "$r")")")"
+done
 exit $fail

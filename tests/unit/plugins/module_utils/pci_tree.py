@@ -62,6 +62,8 @@ def add_device(root, bdf, parent, vendor, device, klass, driver=None, group=None
 
 def _netdev(root, path, name):
     os.makedirs(path)
+    # net/<name>/device -> ../../../<device>, as the kernel links it
+    _link(os.path.join(path, "device"), _rel(path, os.path.dirname(os.path.dirname(path))))
     _write(os.path.join(path, "address"), "52:54:00:00:00:01")
     link = os.path.join(root, "sys/class/net", name)
     _link(link, _rel(os.path.dirname(link), path))
