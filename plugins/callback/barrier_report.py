@@ -60,6 +60,7 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import RunDirectory, build_report, render_text
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
+_COUNTER_ACTIONS = frozenset(("aifabric.lab.port_counters", "port_counters"))
 
 
 def _cause_without_result(res):
@@ -87,6 +88,7 @@ class CallbackModule(CallbackBase):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._steps = {}
+        self._counters = {}
         self._run = None
         self._label = "run"
         self._write_error = None
@@ -101,8 +103,33 @@ class CallbackModule(CallbackBase):
         self._label = os.path.splitext(os.path.basename(playbook._file_name))[0]
 
     # -- collecting -------------------------------------------------------------------------------------------
+    def _record_counters(self, result):
+        """A port_counters snapshot labelled ``STEP|before`` or ``STEP|after`` (the experiment role's), kept per step
+        and host and written at once, so the report can show what the wire and the queues saw."""
+        res = result._result
+        label = res.get("label") or ""
+        step, _sep, phase = label.rpartition("|")
+        if not step or phase not in ("before", "after") or not res.get("counters"):
+            return
+        host = result._host.get_name()
+        entry = self._counters.setdefault(step, {}).setdefault(host, {"step": step, "host": host})
+        entry[phase] = res["counters"]
+        for key in ("interface", "engine"):
+            if res.get(key):
+                entry[key] = res[key]
+        try:
+            if self._run is None:
+                self._run = self._open_run()
+            self._run.add_counters(step, host, entry)
+        except OSError as exc:
+            self._write_error = "cannot write counters under %s: %s" % (self._run.path if self._run else
+                                                                        self._runs_dir, exc)
+
     def _record(self, result, status_override=None):
         task = result._task
+        if task.action in _COUNTER_ACTIONS and status_override is None:
+            self._record_counters(result)
+            return
         if task.action not in _FLOW_ACTIONS:
             return
         res = result._result
@@ -163,7 +190,7 @@ class CallbackModule(CallbackBase):
         if not self._steps:
             return
         steps = {name: list(hosts.values()) for name, hosts in self._steps.items()}
-        report = build_report(steps, run_path=self._run.path if self._run else None)
+        report = build_report(steps, run_path=self._run.path if self._run else None, counters=self._counters)
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:

@@ -16,7 +16,7 @@ from ._flow_engine import FlowError, FlowSpec
 from ._flow_module_io import write_json_atomic
 from ._flow_perftest import PerftestEngine
 from ._flow_tcp import TcpEngine
-from ._units import UnitError, parse_size
+from ._units import UnitError, parse_rate, parse_size
 
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
@@ -27,6 +27,7 @@ ARGUMENT_SPEC = dict(
     msg_size=dict(type="int", default=65536),
     qps=dict(type="int", default=1),
     rdma_cm=dict(type="bool", default=False),
+    rate_limit=dict(type="str"),
     role=dict(type="str", required=True, choices=["server", "client"]),
     state=dict(type="str", default="started", choices=["started", "stopped"]),
     address=dict(type="str", required=True),
@@ -112,8 +113,16 @@ def build_spec(params, now=None):
     if params.get("engine") == "perftest":
         spec.extra = {key: params.get(key) for key in ("tool", "device", "ib_port", "gid_index", "msg_size", "qps",
                                                        "rdma_cm")}
+        if params.get("rate_limit"):
+            try:
+                spec.extra["rate_limit_gbps"] = parse_rate(params["rate_limit"], "rate_limit") / 1e9
+            except UnitError as exc:
+                raise FlowError(str(exc)) from None
         if not params.get("device"):
             raise FlowError("device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
+    elif params.get("rate_limit"):
+        raise FlowError("rate_limit: only the perftest engine has a software rate limiter; shape tcp flows with "
+                        "aifabric.lab.tc_shape (or the throttle module)")
     try:
         if role == "server" and params.get("engine") == "perftest":
             # perftest servers must run the same count or duration as their clients

@@ -26,7 +26,7 @@ from ._flow_engine import FlowEngine, FlowError, refuse_if_late, wait_until
 from ._perftest import PerftestError, build_argv, find_gid_index, parse_text
 
 DEFAULTS = {"tool": "ib_write_bw", "device": None, "ib_port": 1, "gid_index": None, "msg_size": 65536, "qps": 1,
-            "rdma_cm": False}
+            "rdma_cm": False, "rate_limit_gbps": None}
 
 
 def _options(spec, local_address):
@@ -139,7 +139,8 @@ class PerftestEngine(FlowEngine):
             opts = _options(spec, spec.source)
             iterations = _iterations(spec, opts["msg_size"])
             argv = build_argv(opts["tool"], opts["device"], opts["ib_port"], opts["gid_index"], opts["msg_size"],
-                              iterations, spec.duration, opts["qps"], spec.port, spec.address, opts["rdma_cm"])
+                              iterations, spec.duration, opts["qps"], spec.port, spec.address, opts["rdma_cm"],
+                              rate_limit_gbps=opts["rate_limit_gbps"])
         except (FlowError, PerftestError) as exc:
             result["error"] = str(exc)
             return result

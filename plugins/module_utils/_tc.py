@@ -17,6 +17,7 @@ The shaper's layout, on the device (egress) or on an ifb device that the device'
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import struct
 
@@ -327,20 +328,28 @@ class Shaper:
             self.ipr.link("del", index=index)
 
 
-def run(module, ipr):
-    """The tc_shape module: read, compare, apply; check and diff mode from the same comparison."""
-    params = module.params
+def hardware_rdma_on(device, root="/"):
+    """RDMA devices of a hardware NIC under this netdev (tc never sees their verbs traffic); soft-RoCE has none."""
+    base = os.path.join(root, "sys/class/net", device, "device", "infiniband")
+    return sorted(os.listdir(base)) if os.path.isdir(base) else []
+
+
+def shape(module, ipr, params):
+    """Read, compare, apply one shaper (check and diff mode from the same comparison); returns the result dict.
+    Raises ShapeError for input the kernel or this host cannot take."""
     device = params["device"]
     ingress = params["direction"] == "ingress"
     ifb = params.get("ifb_device") or ifb_name_for(device)
-    try:
-        shaper = Shaper(ipr, device)
-        if ingress and shaper.kind == "ifb":
-            raise ShapeError(
-                "device: %s is an ifb device; shape its egress, or name the real device for ingress" % device)
-        desired = desired_shaper(params, shaper.mtu) if params["state"] == "present" else None
-    except ShapeError as exc:
-        module.fail_json(msg=str(exc))
+    shaper = Shaper(ipr, device)
+    if ingress and shaper.kind == "ifb":
+        raise ShapeError(
+            "device: %s is an ifb device; shape its egress, or name the real device for ingress" % device)
+    desired = desired_shaper(params, shaper.mtu) if params["state"] == "present" else None
+    rdma = hardware_rdma_on(device)
+    if rdma and params["state"] == "present":
+        module.warn("tc on %s shapes only its kernel-stack traffic: the verbs traffic of %s bypasses the kernel and "
+                    "is not shaped (use the VF's max_tx_rate or perftest's rate limit; aifabric.lab.throttle chooses)"
+                    % (device, ", ".join(rdma)))
     target = shaper.ifb_index(ifb) if ingress else shaper.index
     redirected = ingress and target is not None and shaper.ingress_redirect_target() == target
     current = shaper.read(target) if target is not None and (redirected or not ingress) else None
@@ -371,4 +380,13 @@ def run(module, ipr):
     }
     index = shaper.ifb_index(ifb) if ingress else shaper.index
     result["counters"] = shaper.counters(index) if index is not None else {"qdisc": None, "classes": {}}
+    return result
+
+
+def run(module, ipr):
+    """The tc_shape module."""
+    try:
+        result = shape(module, ipr, module.params)
+    except ShapeError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -77,6 +77,14 @@ options:
     description: With O(engine=perftest), connect the QPs through the RDMA connection manager (perftest's C(-R)).
     type: bool
     default: false
+  rate_limit:
+    description:
+      - With O(engine=perftest) on a client, perftest's software rate limiter (C(--rate_limit --rate_units=g
+        --rate_limit_type=SW)) at this rate (V(2gbit), V(500mbit)). The one throttle that works for any RDMA device,
+        including a hardware PF where tc never sees the verbs traffic; the hardware limiter accepts only fixed IB
+        rates (2.5, 5, 10 Gb/s ...) and is not used. The M(aifabric.lab.throttle) module chooses it when nothing else
+        applies.
+    type: str
   role:
     description: Which side of the flow this host runs.
     type: str

@@ -41,6 +41,18 @@ options:
     type: list
     elements: str
     default: []
+  label:
+    description:
+      - Returned as RV(label). The C(aifabric.lab.barrier_report) callback keeps snapshots labelled V(STEP|before)
+        and V(STEP|after) and shows, in that step's report, what moved, the verdict, and where the application's
+        bytes and the interface's and qdisc's books disagree by more than 0.5%.
+    type: str
+  interface:
+    description: The lab interface these counters describe (returned, for the report's byte checks).
+    type: str
+  engine:
+    description: The flow engine of the step (returned, for the report's per-packet header sizes).
+    type: str
 seealso:
   - module: aifabric.lab.tc_shape
   - module: aifabric.lab.flow
@@ -67,6 +79,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+label:
+  description: O(label), as given.
+  returned: when given
+  type: str
+interface:
+  description: O(interface), as given.
+  returned: when given
+  type: str
+engine:
+  description: O(engine), as given.
+  returned: when given
+  type: str
 counters:
   description: The snapshot.
   returned: always
@@ -98,6 +122,9 @@ def main():
             rdma_devices=dict(type="list", elements="str"),
             netdevs=dict(type="list", elements="str", default=[]),
             qdiscs=dict(type="list", elements="str", default=[]),
+            label=dict(type="str"),
+            interface=dict(type="str"),
+            engine=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -113,7 +140,8 @@ def main():
             counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"])
     except (KeyError, ShapeError) as exc:
         module.fail_json(msg=str(exc).strip('"'))
-    module.exit_json(changed=False, counters=counters)
+    module.exit_json(changed=False, counters=counters,
+                     **{k: params[k] for k in ("label", "interface", "engine") if params[k]})
 
 
 if __name__ == "__main__":

@@ -160,6 +160,11 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
         cap = _rate(bottleneck, "bottleneck") / 1e9
         report["bottleneck_gbps"] = cap
         report["sum_of_flow_share_of_bottleneck"] = round(report["sum_of_flow_gbps"] / cap, 6)
+        # the step with nobody throttled: every byte through the bottleneck at its payload rate
+        mtu = next(((r.get("annotations") or {}).get("mtu") for r in ok if (r.get("annotations") or {}).get("mtu")),
+                   None)
+        factor = goodput_factor(int(mtu)) if mtu else 1.0
+        report["fair_step_s"] = round(total_bytes * 8 / (cap * 1e9 * factor), 6)
     if baseline_gbps:
         report["sum_of_flow_vs_baseline"] = round(report["sum_of_flow_gbps"] / baseline_gbps, 6)
     healthy = [r for r in ok if r is not slowest]

@@ -61,3 +61,65 @@ def verdict(delta, slower_than_fair_share=None):
     if slower_than_fair_share is not None:
         text += ", step %.0f%% slower than fair share" % (slower_than_fair_share * 100)
     return text
+
+
+# Bytes each counter adds per packet to the application's payload: Ethernet (14) + IPv4 (20) + TCP with timestamps
+# (32); for RoCE v2, Ethernet + IPv4 + UDP (8) + BTH (12) + ICRC (4). A GSO super-packet counts its headers once in
+# the netdev's books and once per segment in the qdisc's, and each book's packet count matches: so expected bytes =
+# payload + packets x headers holds for both.
+HEADERS = {"tcp": 66, "perftest": 58}
+TOLERANCE = 0.005
+
+
+def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE):
+    """The application's bytes against the interface's tx books and its qdisc's, headers added per packet."""
+    header = HEADERS.get(engine, 66)
+    checks = []
+    sources = (("netdev %s tx" % interface, "netdev/%s/tx_bytes" % interface, "netdev/%s/tx_packets" % interface),
+               ("qdisc %s" % interface, "qdisc/%s/qdisc/bytes" % interface, "qdisc/%s/qdisc/packets" % interface))
+    for label, bytes_key, packets_key in sources:
+        if bytes_key not in deltas or packets_key not in deltas or not app_bytes:
+            continue
+        counted, packets = deltas[bytes_key], deltas[packets_key]
+        if not counted:
+            continue
+        expected = app_bytes + packets * header
+        difference = counted / float(expected) - 1
+        checks.append({"counter": label, "bytes": counted, "packets": packets, "expected_bytes": expected,
+                       "headers_per_packet": header, "difference": round(difference, 6),
+                       "agrees": abs(difference) <= tolerance})
+    return checks
+
+
+def step_counters(step, snapshots):
+    """The counters section of one step's report: per host what moved, the byte checks, and the verdict.
+
+    ``snapshots``: ``{host: {"before": snapshot, "after": snapshot, "interface": name}}``."""
+    hosts, errors, congestion, disagreements = {}, {}, {}, []
+    by_host = {w["host"]: w for w in step.get("workers", [])}
+    for host, snap in sorted(snapshots.items()):
+        if not snap.get("before") or not snap.get("after"):
+            hosts[host] = {"missing": "only one of the two snapshots arrived"}
+            continue
+        delta = diff(snap["before"], snap["after"])
+        worker = by_host.get(host, {})
+        checks = byte_checks(worker.get("bytes"), delta["deltas"], snap.get("interface") or "eth0",
+                             snap.get("engine") or "tcp") if worker.get("bytes") else []
+        hosts[host] = {"errors": delta["errors"], "congestion": delta["congestion"], "checks": checks,
+                       "seconds": delta["seconds"]}
+        errors.update({"%s:%s" % (host, k): v for k, v in delta["errors"].items()})
+        congestion.update({"%s:%s" % (host, k): v for k, v in delta["congestion"].items()})
+        for check in checks:
+            if not check["agrees"]:
+                disagreements.append(
+                    "%s: the application moved %d bytes but %s counted %d (%+.2f%% from the %d expected with %d bytes "
+                    "of headers per packet)" % (host, worker["bytes"], check["counter"], check["bytes"],
+                                                check["difference"] * 100, check["expected_bytes"],
+                                                check["headers_per_packet"]))
+    slower = None
+    if step.get("status") == "ok" and step.get("bottleneck_gbps") and step.get("fair_step_s"):
+        slower = step["step_s"] / step["fair_step_s"] - 1
+    text = verdict({"errors": errors, "congestion": congestion}, slower)
+    if disagreements:
+        text += "; the books disagree by more than %.1f%% (see below)" % (TOLERANCE * 100)
+    return {"hosts": hosts, "verdict": text, "disagreements": disagreements}

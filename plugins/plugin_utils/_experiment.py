@@ -13,7 +13,7 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     steps: 1                 # repeated steps, each with its own start instant
     throttles: {worker3: 2gbit}
     engine: tcp
-    port: 18600              # first port; a destination host's flows share its server
+    port: 18600              # first port; tcp: a destination's flows share its server; perftest: one port per flow
     timeout: 120
     start_lead: null         # seconds from planning to the start instant; null = 2 + 0.15 * flows
 
@@ -42,7 +42,7 @@ def _incast(workers, sinks):
 
 PATTERNS = {"incast": _incast}
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
-          "start_lead", "interval", "description"}
+          "start_lead", "interval", "description", "perftest", "counters"}
 
 
 def _address(hostvars, host):
@@ -100,6 +100,9 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     timeout = experiment.get("timeout", 120)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ExperimentError("experiment.timeout: %r; give seconds, more than 0" % (timeout,))
+    engine = experiment.get("engine", "tcp")
+    if engine not in ("tcp", "perftest"):
+        raise ExperimentError("experiment.engine: %r; use tcp or perftest" % (engine,))
     pairs = PATTERNS[pattern](workers, sinks)
     lead = experiment.get("start_lead")
     if lead is None:
@@ -128,7 +131,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         host_entry(src)["clients"].append({
             "flow_id": src,
             "address": host_entry(dst)["address"],
-            "port": server["port"],
+            # a perftest server serves one client: the destination runs one per client on port, port + 1, ...
+            "port": server["port"] + (server["expected_clients"] - 1 if engine == "perftest" else 0),
             "volume": volume,
             "annotations": {
                 "kind": kind,
@@ -138,6 +142,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                 "bottleneck": format_rate(line),
                 "throttle": format_rate(throttles[src]) if src in throttles else None,
                 "throttle_mechanism": "tc htb on %s's egress" % src if src in throttles else None,
+                "engine": engine,
                 "expected_workers": sorted({source for source, _dest in pairs}),
             },
         })
@@ -154,7 +159,9 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         "mtu": mtu,
         "timeout": timeout,
         "start_lead": lead,
-        "engine": experiment.get("engine", "tcp"),
+        "engine": engine,
+        "perftest": dict(experiment.get("perftest") or {}),
+        "counters": bool(experiment.get("counters", True)),
         "interval": experiment.get("interval", 1.0),
         "hosts": hosts,
         "participants": sorted(hosts),

@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
+from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
 from jinja2 import Environment, StrictUndefined
 
 __all__ = ["RunDirectory", "build_report", "render_text", "render_run"]
@@ -55,6 +56,10 @@ class RunDirectory:
         os.makedirs(path)
         self.path = os.path.abspath(path)
 
+    def add_counters(self, step, host, snapshots):
+        atomic_write(os.path.join(self.path, "counters", _safe(step), _safe(host) + ".json"),
+                     json.dumps(snapshots, indent=1, sort_keys=True))
+
     def add_flow(self, step, record):
         atomic_write(os.path.join(self.path, "flows", _safe(step), _safe(record["host"]) + ".json"),
                      json.dumps(record, indent=1, sort_keys=True))
@@ -85,8 +90,22 @@ def load_steps(path):
     return steps
 
 
-def build_report(steps, run_path=None):
-    """The whole run's report: every step analysed, baselines first so later steps can compare to them."""
+def load_counters(path):
+    """``{step: {host: {before, after, interface, engine}}}`` from a run directory's counters files."""
+    out = {}
+    base = os.path.join(path, "counters")
+    for step in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        for name in sorted(os.listdir(os.path.join(base, step))):
+            if name.endswith(".json"):
+                with open(os.path.join(base, step, name)) as handle:
+                    entry = json.load(handle)
+                out.setdefault(entry.get("step", step), {})[entry.get("host", name[:-5])] = entry
+    return out
+
+
+def build_report(steps, run_path=None, counters=None):
+    """The whole run's report: every step analysed, baselines first so later steps can compare to them; with
+    ``counters`` (before/after snapshots per step and host), what the wire and the queues saw beside it."""
     report = {"schema_version": SCHEMA_VERSION, "run_dir": run_path, "steps": [], "baseline_gbps": None}
     baseline = None
     for name, records in steps.items():
@@ -98,6 +117,8 @@ def build_report(steps, run_path=None):
             baseline = step["workers"][0]["gbps"]
             report["baseline_gbps"] = baseline
             step["samples"] = next((r.get("samples") for r in records), None)
+        if counters and counters.get(name):
+            step["counters"] = step_counters(step, counters[name])
         report["steps"].append(step)
     report["status"] = "ok" if all(s["status"] == "ok" for s in report["steps"]) else "failed"
     return report
@@ -139,6 +160,18 @@ _TEXT = """\
   step goodput           {{ '%.3f' % s.aggregate_gbps }} Gb/s (all bytes / step time)
   start skew             {{ '%.3f' % (s.start_skew_s * 1000) }} ms (first byte, max - min)
   verdict                {{ s.verdict }}
+{% if s.counters is defined %}
+  counters               {{ s.counters.verdict }}
+{% for host, c in s.counters.hosts.items() %}
+{% for k in c.checks | default([]) %}
+    {{ '%-12s %-22s %14d bytes %+7.2f%% vs payload + %d B/packet x %d packets' % (host, k.counter, k.bytes,
+       k.difference * 100, k.headers_per_packet, k.packets) }}{{ '' if k.agrees else '   DISAGREES' }}
+{% endfor %}
+{% endfor %}
+{% for d in s.counters.disagreements %}
+  ! {{ d }}
+{% endfor %}
+{% endif %}
 {% else %}
   STEP FAILED: no step time is computed over the survivors.
 {% for f in s.failed %}
@@ -160,7 +193,7 @@ def render_text(report):
 
 def render_run(path):
     """Rebuild report.json and report.txt of a run directory from its flow files; return the text."""
-    report = build_report(load_steps(path), run_path=os.path.abspath(path))
+    report = build_report(load_steps(path), run_path=os.path.abspath(path), counters=load_counters(path))
     text = render_text(report)
     atomic_write(os.path.join(path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
     atomic_write(os.path.join(path, "report.txt"), text)

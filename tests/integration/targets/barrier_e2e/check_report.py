@@ -26,3 +26,14 @@ for key in ("host", "completion_s", "gbps", "idle_s", "idle_share", "predicted_s
     assert all(key in x for x in step["workers"]), key
 assert "BARRIER REPORT" in out and "report: " + sys.argv[1] in out
 print("report OK: step %.3f s, shares %s" % (step["step_s"], {h: round(x["idle_share"], 3) for h, x in w.items()}))
+# The wire's books around the step: error counters zero, the throttle's queue congested, every book agreeing with the
+# application's bytes once headers are added per packet.
+c = step["counters"]
+assert c["verdict"].startswith("all error counters zero"), c["verdict"]
+assert "slower than fair share" in c["verdict"] and "overlimits" in c["verdict"], c["verdict"]
+assert c["disagreements"] == [], c["disagreements"]
+checks = {(h, k["counter"]): k for h, x in c["hosts"].items() for k in x["checks"]}
+assert ("worker3", "qdisc eth0") in checks and all(("worker%d" % i, "netdev eth0 tx") in checks for i in (1, 2, 3))
+assert all(k["agrees"] and abs(k["difference"]) < 0.005 for k in checks.values()), checks
+assert "counters               all error counters zero" in out
+print("counters OK: %s" % {"%s %s" % hk: "%+.3f%%" % (k["difference"] * 100) for hk, k in checks.items()})

@@ -23,6 +23,24 @@ ansible-playbook -i "$inv" aifabric.lab.elephant aifabric.lab.barrier \
 report=$(ls -d "$AIFABRIC_RUNS_DIR"/*/report.json | head -n1)
 python3 "$here/check_report.py" "$report" "$work/out.txt"
 
+# Someone else's traffic on worker1's link during the step: the application's bytes and the interface's books no
+# longer agree, and the report says so (8 KB UDP datagrams every 2 ms, about 4 MB/s, beside a 250 MB flow).
+ip netns exec aflt-e2e-worker1 python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.time() + 40
+while time.time() < end:
+    s.sendto(b"x" * 8000, ("198.18.7.1", 9))
+    time.sleep(0.002)
+' &
+side=$!
+ansible-playbook -i "$inv" aifabric.lab.barrier -e barrier_volume=250MB | tee "$work/side.txt"
+kill "$side" 2>/dev/null || true
+wait "$side" 2>/dev/null || true
+grep -q "netdev eth0 tx .* DISAGREES" "$work/side.txt"
+grep -q "! worker1: the application moved .* but netdev eth0 tx counted" "$work/side.txt"
+grep -q "the books disagree by more than 0.5%" "$work/side.txt"
+
 # A worker whose path is down for the whole step: the step fails, names the host, keeps the others' results.
 ip -n aflt-e2e-worker2 link set eth0 down
 set +e

@@ -51,7 +51,11 @@ def add_device(root, bdf, parent, vendor, device, klass, driver=None, group=None
     if virtio_netdev:
         _netdev(root, os.path.join(dev, "virtio0", "net", virtio_netdev), virtio_netdev)
     for name in rdma:
-        os.makedirs(os.path.join(dev, "infiniband", name))
+        ib = os.path.join(dev, "infiniband", name)
+        os.makedirs(ib)
+        _link(os.path.join(ib, "device"), _rel(ib, dev))
+        cls = os.path.join(sysd, "class/infiniband", name)
+        _link(cls, _rel(os.path.dirname(cls), ib))
     if totalvfs is not None:
         _write(os.path.join(dev, "sriov_totalvfs"), str(totalvfs))
     if numvfs is not None:
@@ -99,6 +103,14 @@ def iommu(root, on=True, tables=("DMAR",), cmdline="BOOT_IMAGE=/vmlinuz root=/de
     _write(os.path.join(root, "proc/cmdline"), cmdline)
     os.makedirs(os.path.join(root, "sys/kernel/iommu_groups"), exist_ok=True)
     os.makedirs(os.path.join(root, "dev/vfio"), exist_ok=True)
+
+
+def soft_roce(root, name="rxe0"):
+    """A soft-RoCE device as rdma_rxe makes it: a virtual device, no PCI parent, no device link."""
+    virt = os.path.join(root, "sys/devices/virtual/infiniband", name)
+    os.makedirs(virt)
+    cls = os.path.join(root, "sys/class/infiniband", name)
+    _link(cls, _rel(os.path.dirname(cls), virt))
 
 
 def vm_guest(root):

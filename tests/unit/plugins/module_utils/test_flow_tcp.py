@@ -67,7 +67,7 @@ def test_duration_flow():
 def test_three_clients_share_one_server_and_start_together():
     port = free_port()
     thread, server = serve_in_thread(port, expected=3)
-    start_at = time.time() + 0.6
+    start_at = time.time() + 1.5
     results = [None] * 3
     threads = [threading.Thread(target=lambda i=i: results.__setitem__(
         i, client(port, flow_id="w%d" % i, start_at=start_at, volume=5_000_000))) for i in range(3)]

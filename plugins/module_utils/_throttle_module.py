@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The throttle module's body: choose (``_throttle.choose``), then apply through tc, the VF's rate, or nothing."""
+
+from __future__ import annotations
+
+from ._pyroute2 import IPRoute, require_pyroute2
+from ._sriov import PF, SriovError, netlink_request, parse_vfinfo
+from ._tc import ShapeError, shape
+from ._throttle import ThrottleError, choose, vf_rate_mbps
+from ._units import UnitError, format_rate, parse_rate
+
+
+def run_module(module):
+    p = module.params
+    try:
+        rate_bps = parse_rate(p["rate"], "rate") if p["state"] == "present" else None
+        mechanism, reason, warnings, rdma = choose(p["engine"], p["mechanism"], p["rdma_device"])
+    except (ThrottleError, UnitError) as exc:
+        module.fail_json(msg=str(exc))
+    for warning in warnings:
+        module.warn(warning)
+    result = dict(changed=False, mechanism=mechanism, reason=reason, flow_args={})
+    rate = format_rate(rate_bps) if rate_bps else None
+    if mechanism == "perftest_sw":
+        if rate:
+            result["flow_args"] = {"rate_limit": rate}
+        result["description"] = "perftest's software rate limiter on %s" % p["rdma_device"]
+        module.exit_json(**result)
+    require_pyroute2(module)
+    with IPRoute() as ipr:
+        if mechanism == "tc":
+            params = dict(device=p["interface"], direction="egress", qdisc="htb", rate=rate, burst=None, latency=0.05,
+                          fair_share_sources=[], ifb_device=None, state=p["state"])
+            try:
+                shaper = shape(module, ipr, params)
+            except ShapeError as exc:
+                module.fail_json(msg=str(exc), **result)
+            result.update(changed=shaper["changed"], shaper=shaper, diff=shaper["diff"],
+                          description="tc htb on %s's egress" % p["interface"])
+            module.exit_json(**result)
+        # vf_rate: the VF's max_tx_rate, set through its PF's netdev
+        try:
+            pf = PF(rdma["pf_address"])
+            index = ipr.link_lookup(ifname=pf.netdev)[0]
+            current = {vf["index"]: vf for vf in parse_vfinfo(ipr.get_links(index, ext_mask=1)[0])}
+            have = current.get(rdma["vf_index"], {})
+            want = vf_rate_mbps(rate_bps) if rate_bps else 0
+        except (SriovError, ThrottleError, IndexError) as exc:
+            module.fail_json(msg="rdma_device: cannot reach the VF's rate through its PF: %s" % exc, **result)
+        changed = have.get("max_tx_rate") != want
+        if changed and not module.check_mode:
+            try:
+                ipr.link("set", index=index, vf=netlink_request(rdma["vf_index"], "max_tx_rate", want, have))
+            except Exception as exc:  # NetlinkError: the driver's refusal, reported as such
+                module.fail_json(msg="max_tx_rate %d Mb/s on VF %d of %s refused: %s"
+                                 % (want, rdma["vf_index"], pf.netdev, exc), **result)
+        result.update(changed=changed, vf={"pf": pf.netdev, "index": rdma["vf_index"], "max_tx_rate": want},
+                      diff={"before": "max_tx_rate: %s\n" % have.get("max_tx_rate"),
+                            "after": "max_tx_rate: %s\n" % want},
+                      description="max_tx_rate %d Mb/s of VF %d of %s" % (want, rdma["vf_index"], pf.netdev))
+    module.exit_json(**result)
