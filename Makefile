@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint \
+.PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test
 
 help: ## list the targets
@@ -79,6 +79,10 @@ vmlab-image: vmlab-setup ## build the VM-lab guest image into $(VMLAB_CACHE) (on
 vmlab-proof: vmlab-image ## boot two QEMU guests, prove soft-RoCE, netdevsim SR-IOV and vfio-pci over SSH, stop them
 	@trap 'ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_down.yml >/dev/null' EXIT INT TERM; \
 	  ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_up.yml playbooks/vmlab_proof.yml
+
+vmlab-demo: vmlab-image ## the seed's barrier step with real verbs (soft-RoCE, perftest, tc) on the VM lab, then stop it
+	@trap 'ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_demo.yml
 
 vmlab-up: vmlab-image ## boot the VM lab (and leave it up)
 	ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_up.yml

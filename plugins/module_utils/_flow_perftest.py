@@ -20,10 +20,81 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from ._flow_engine import FlowEngine, FlowError, refuse_if_late, wait_until
 from ._perftest import PerftestError, build_argv, find_gid_index, parse_text
+
+
+def _exit_text(code):
+    """``exit 1``, or for a process ended by a signal, its name: ``killed by SIGSEGV``."""
+    if isinstance(code, int) and code < 0:
+        try:
+            return "killed by %s" % signal.Signals(-code).name
+        except ValueError:
+            return "killed by signal %d" % -code
+    return "exit %s" % code
+
+
+class WireWatch:
+    """Samples the RDMA port's transmit packet counter (soft-RoCE: hw_counters/sent_pkts; IB and mlx5:
+    counters/port_xmit_packets) to find the first and the last moment data left the host."""
+
+    THRESHOLD = 16  # packets: more than perftest's TCP exchange ever shows on an RDMA counter
+
+    def __init__(self, device, port, root="/"):
+        base = os.path.join(root, "sys/class/infiniband", str(device), "ports", str(port))
+        self.path = next((p for p in (os.path.join(base, "hw_counters", "sent_pkts"),
+                                      os.path.join(base, "counters", "port_xmit_packets")) if os.path.exists(p)), None)
+        self.base = self.value = self.read()
+        self.first = self.last = None
+
+    def read(self):
+        if self.path is None:
+            return None
+        try:
+            with open(self.path) as handle:
+                return int(handle.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def sample(self, now):
+        value = self.read()
+        if value is None or self.base is None:
+            return
+        if value != self.value:
+            self.last = now
+            self.value = value
+        if self.first is None and value - self.base >= self.THRESHOLD:
+            self.first = now
+
+    def packets(self):
+        return None if self.base is None or self.value is None else self.value - self.base
+
+
+def run_watched(argv, timeout, watch, interval=0.005):
+    """Run perftest, sampling ``watch`` every ``interval`` s; ``(output, exit code, timed out)``."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    chunks = []
+    reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    deadline = time.time() + timeout
+    timed_out = False
+    while proc.poll() is None:
+        now = time.time()
+        if now > deadline:
+            proc.kill()
+            timed_out = True
+            break
+        watch.sample(now)
+        time.sleep(interval)
+    proc.wait()
+    if not timed_out:
+        watch.sample(time.time())
+    reader.join(5)
+    return "".join(chunks), proc.returncode, timed_out
+
 
 DEFAULTS = {"tool": "ib_write_bw", "device": None, "ib_port": 1, "gid_index": None, "msg_size": 65536, "qps": 1,
             "rdma_cm": False, "rate_limit_gbps": None}
@@ -95,8 +166,10 @@ class PerftestEngine(FlowEngine):
             while any(proc.poll() is None for _argv, _out, proc in procs) and time.time() < deadline and not stopping:
                 time.sleep(0.05)
         finally:
+            ended_by_us = set()
             for _argv, _out, proc in procs:
                 if proc.poll() is None:
+                    ended_by_us.add(proc.pid)
                     proc.terminate()
                     try:
                         proc.wait(2)
@@ -114,9 +187,13 @@ class PerftestEngine(FlowEngine):
                 entry.update(status="ok" if proc.returncode == 0 else "error", bytes=parsed["bytes"] *
                              parsed["iterations"], perftest_gbps=parsed["bw_average_gbps"], info=parsed["info"])
                 if proc.returncode:
-                    entry["error"] = "perftest exited with %s" % proc.returncode
+                    entry["error"] = "perftest %s" % _exit_text(proc.returncode)
             except PerftestError as exc:
-                entry.update(error="%s (exit %s)" % (exc, proc.returncode), output=_tail(text))
+                if proc.pid in ended_by_us and not stopping:
+                    entry.update(error="no client connected, or its flow did not finish, within the server's "
+                                       "timeout=%ss (perftest ended)" % spec.timeout, output=_tail(text))
+                else:
+                    entry.update(error="%s (%s)" % (exc, _exit_text(proc.returncode)), output=_tail(text))
             result["flows"].append(entry)
         done = sum(1 for f in result["flows"] if f["status"] == "ok")
         if stopping and done < spec.expected_clients:
@@ -155,12 +232,9 @@ class PerftestEngine(FlowEngine):
         result["start"] = start
         result["late_s"] = round(start - spec.start_at, 6)
         remaining = max(0.1, spec.start_at + spec.timeout - time.time())
-        try:
-            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  timeout=remaining, check=False)
-            text, code = proc.stdout, proc.returncode
-        except subprocess.TimeoutExpired as exc:
-            text = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        watch = WireWatch(opts["device"], opts["ib_port"])
+        text, code, timed_out = run_watched(argv, remaining, watch)
+        if timed_out:
             result.update(status="timeout", output=_tail(text),
                           error="perftest did not finish within timeout=%ss" % spec.timeout)
             return result
@@ -168,16 +242,24 @@ class PerftestEngine(FlowEngine):
         try:
             parsed = parse_text(text)
         except PerftestError as exc:
-            result.update(error="%s (exit %s)" % (exc, code), output=_tail(text))
+            result.update(error="%s (%s)" % (exc, _exit_text(code)), output=_tail(text), exit_code=code)
             return result
-        duration = end - start
         transferred = parsed["bytes"] * parsed["iterations"]
-        result.update(bytes=transferred, first_byte=start, last_byte_acked=end, duration_s=round(duration, 6),
-                      completion_s=round(end - spec.start_at, 6),
+        # The wire says when the data moved: the RDMA port's own packet counter, sampled while perftest ran. Before
+        # its first packet perftest was setting up (process, device, memory registration, the TCP exchange of QP
+        # numbers); that set-up is part of the completion but not of the flow's rate.
+        first, last = watch.first, watch.last
+        if first is None or last is None or last <= first:
+            first, last = start, end
+        duration = last - first
+        result.update(bytes=transferred, first_byte=first, last_byte_acked=last, duration_s=round(duration, 6),
+                      completion_s=round(end - spec.start_at, 6), setup_s=round(first - start, 6),
+                      teardown_s=round(end - last, 6),
+                      wire_timed=watch.first is not None, wire_packets=watch.packets(),
                       gbps=round(transferred * 8 / duration / 1e9, 6) if duration > 0 else 0.0,
                       perftest_gbps=parsed["bw_average_gbps"], perftest=parsed["info"], exit_code=code)
         if code != 0:
-            result["error"] = "perftest exited with %s" % code
+            result["error"] = "perftest %s" % _exit_text(code)
         else:
             result["status"] = "ok"
         return result

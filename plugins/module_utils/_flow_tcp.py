@@ -111,7 +111,16 @@ class _Sampler(threading.Thread):
         self.join(timeout=2)
         last_t = self.samples[-1]["t"] if self.samples else 0.0
         last_b = self.samples[-1]["bytes"] if self.samples else 0
-        if now - self.t0 - last_t > 0.001:
+        try:
+            acked = tcp_info(self.sock)["bytes_acked"] or 0
+        except OSError:
+            acked = last_b
+        # the last word is the flow's end: a periodic sample that fell just before the final ACKs is not it
+        if now - self.t0 - last_t > 0.001 or acked != last_b:
+            if self.samples and now - self.t0 - last_t <= 0.001:
+                self.samples.pop()
+                last_t = self.samples[-1]["t"] if self.samples else 0.0
+                last_b = self.samples[-1]["bytes"] if self.samples else 0
             self._take(now, last_t, last_b)
         return self.samples
 

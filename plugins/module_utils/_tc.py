@@ -62,8 +62,9 @@ class ShapeError(ValueError):
 
 
 def default_burst(rate_bps, mtu=1500):
-    """At least 1 ms of tokens and two frames: tc's own rate/HZ default under-delivers ~5-17% on veth at Gb/s rates."""
-    return max(int(rate_bps / 8 * 0.001), 2 * (mtu + 14))
+    """At least 1 ms of tokens and ten frames: tc's own rate/HZ default under-delivers ~5-17% on veth at Gb/s rates,
+    and at Mb/s rates in a VM a burst of a frame or two loses tokens to timer slack."""
+    return max(int(rate_bps / 8 * 0.001), 10 * (mtu + 14))
 
 
 def ifb_name_for(device):

@@ -55,8 +55,25 @@ def _predict(records):
             ids.append(link)
         flows[rec["host"]] = ids
         volumes[rec["host"]] = volume
-        factors[rec["host"]] = goodput_factor(int(ann["mtu"])) if ann.get("mtu") else 1.0
-    return predict_completions(flows, links, volumes, factors)
+        factors[rec["host"]] = _factor(ann)
+    predicted = predict_completions(flows, links, volumes, factors)
+    # perftest's measured set-up (before its first packet on the wire) and tear-down (after its last) are added:
+    # fair share predicts the transfer, the part the fabric decides
+    for rec in records:
+        if rec["host"] in predicted:
+            predicted[rec["host"]] += _overhead(rec)
+    return predicted
+
+
+def _overhead(rec):
+    return (rec.get("setup_s") or 0.0) + (rec.get("teardown_s") or 0.0)
+
+
+def _factor(ann):
+    """Payload share of the wire: the plan's own figure (perftest: RoCE headers per RDMA MTU) or TCP's at the MTU."""
+    if ann.get("goodput_factor"):
+        return float(ann["goodput_factor"])
+    return goodput_factor(int(ann["mtu"])) if ann.get("mtu") else 1.0
 
 
 def _cause(rec):
@@ -161,10 +178,8 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
         report["bottleneck_gbps"] = cap
         report["sum_of_flow_share_of_bottleneck"] = round(report["sum_of_flow_gbps"] / cap, 6)
         # the step with nobody throttled: every byte through the bottleneck at its payload rate
-        mtu = next(((r.get("annotations") or {}).get("mtu") for r in ok if (r.get("annotations") or {}).get("mtu")),
-                   None)
-        factor = goodput_factor(int(mtu)) if mtu else 1.0
-        report["fair_step_s"] = round(total_bytes * 8 / (cap * 1e9 * factor), 6)
+        factor = _factor(next((r.get("annotations") or {} for r in ok), {}))
+        report["fair_step_s"] = round(total_bytes * 8 / (cap * 1e9 * factor) + max(_overhead(r) for r in ok), 6)
     if baseline_gbps:
         report["sum_of_flow_vs_baseline"] = round(report["sum_of_flow_gbps"] / baseline_gbps, 6)
     healthy = [r for r in ok if r is not slowest]

@@ -35,14 +35,29 @@ class ExperimentError(ValueError):
     """An experiment that cannot run; the message names the field, the value and the fix."""
 
 
+def roce_goodput(rdma_mtu):
+    """Payload share of a RoCE v2 frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 = 58 bytes per packet."""
+    return rdma_mtu / float(rdma_mtu + 58)
+
+
 def _incast(workers, sinks):
     """Every worker sends to the first sink: the collective step of the seed."""
     return [(w, sinks[0]) for w in workers]
 
 
-PATTERNS = {"incast": _incast}
+def _ring(workers, sinks):
+    """Every worker sends to the next, the last to the first: one step of a ring all-reduce (no sink). Each link
+    carries one flow, so the step is as slow as the slowest link."""
+    if len(workers) < 2:
+        raise ExperimentError("experiment.pattern: ring needs 2 workers or more (got %d)" % len(workers))
+    return [(w, workers[(i + 1) % len(workers)]) for i, w in enumerate(workers)]
+
+
+PATTERNS = {"incast": _incast, "ring": _ring}
+NEEDS_SINK = {"incast"}
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
-          "start_lead", "interval", "description", "perftest", "counters"}
+          "start_lead", "interval", "description", "perftest", "counters",
+          "start_tolerance"}
 
 
 def _address(hostvars, host):
@@ -71,7 +86,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         raise ExperimentError("experiment.kind: %r; use barrier or baseline" % kind)
     pool = list(groups.get("workers") or [])
     sinks = list(groups.get("sinks") or [])
-    if not sinks:
+    if not sinks and pattern in NEEDS_SINK:
         raise ExperimentError("the inventory has no host in group 'sinks'; a step needs a sink to send to")
     if not pool:
         raise ExperimentError("the inventory has no host in group 'workers'")
@@ -103,12 +118,21 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     engine = experiment.get("engine", "tcp")
     if engine not in ("tcp", "perftest"):
         raise ExperimentError("experiment.engine: %r; use tcp or perftest" % (engine,))
+    rdma_mtu = (experiment.get("perftest") or {}).get("rdma_mtu", 1024)
+    if rdma_mtu not in (256, 512, 1024, 2048, 4096):
+        raise ExperimentError("experiment.perftest.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
+                              "(soft-RoCE on a 1500-byte link: 1024)" % (rdma_mtu,))
     pairs = PATTERNS[pattern](workers, sinks)
     lead = experiment.get("start_lead")
     if lead is None:
         lead = round(2.0 + 0.15 * len(pairs), 2)
     elif isinstance(lead, bool) or not isinstance(lead, (int, float)) or lead <= 0:
         raise ExperimentError("experiment.start_lead: %r; give seconds, more than 0" % (lead,))
+    tolerance = experiment.get("start_tolerance")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                  or not 0 <= tolerance <= 1):
+        raise ExperimentError("experiment.start_tolerance: %r; give seconds from 0 to 1 (the flow module's default is "
+                              "0.001; slow VMs need more)" % (tolerance,))
     name = str(experiment.get("name") or kind)
     hosts = {}
 
@@ -118,7 +142,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
 
     bottlenecks = {}
     for src, dst in pairs:
-        link = "%s->%s" % (switch, dst)
+        link = "%s->%s" % (switch if pattern in NEEDS_SINK else src, dst)
         bottlenecks[dst] = link
         path = [{"link": link, "rate": format_rate(line)}]
         if src in throttles:
@@ -143,6 +167,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                 "throttle": format_rate(throttles[src]) if src in throttles else None,
                 "throttle_mechanism": "tc htb on %s's egress" % src if src in throttles else None,
                 "engine": engine,
+                "goodput_factor": roce_goodput(rdma_mtu) if engine == "perftest" else None,
                 "expected_workers": sorted({source for source, _dest in pairs}),
             },
         })
@@ -162,6 +187,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         "engine": engine,
         "perftest": dict(experiment.get("perftest") or {}),
         "counters": bool(experiment.get("counters", True)),
+        "start_tolerance": tolerance,
         "interval": experiment.get("interval", 1.0),
         "hosts": hosts,
         "participants": sorted(hosts),

@@ -70,13 +70,16 @@ def test_three_clients_share_one_server_and_start_together():
     start_at = time.time() + 1.5
     results = [None] * 3
     threads = [threading.Thread(target=lambda i=i: results.__setitem__(
-        i, client(port, flow_id="w%d" % i, start_at=start_at, volume=5_000_000))) for i in range(3)]
+        # three clients as threads of one process share the GIL (real clients are processes on their own hosts), so
+        # a wake-up may trail by a millisecond: allow 50 ms here; the skew itself is asserted below
+        i, client(port, flow_id="w%d" % i, start_at=start_at, volume=5_000_000, start_tolerance=0.05)))
+        for i in range(3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(10)
     thread.join(5)
-    assert [r["status"] for r in results] == ["ok"] * 3
+    assert [r["status"] for r in results] == ["ok"] * 3, [r.get("error") for r in results]
     starts = [r["start"] for r in results]
     assert max(starts) - min(starts) < 0.005
     assert sorted(f["flow_id"] for f in server["flows"]) == ["w0", "w1", "w2"]

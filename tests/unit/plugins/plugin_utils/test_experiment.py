@@ -41,7 +41,7 @@ def test_first_n_workers_and_repeated_steps():
         ({"volume": "lots"}, GROUPS, "experiment.volume"),
         ({"workers": 4}, GROUPS, "experiment.workers: 4; give a number from 1 to 3"),
         ({"workers": 0}, GROUPS, "experiment.workers"),
-        ({"pattern": "ring"}, GROUPS, "pattern: 'ring' is not known"),
+        ({"pattern": "mesh"}, GROUPS, "pattern: 'mesh' is not known"),
         ({"kind": "party"}, GROUPS, "experiment.kind"),
         ({"steps": 0}, GROUPS, "experiment.steps"),
         ({"port": 80}, GROUPS, "experiment.port"),
