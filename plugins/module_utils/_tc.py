@@ -63,8 +63,10 @@ class ShapeError(ValueError):
 
 def default_burst(rate_bps, mtu=1500):
     """At least 1 ms of tokens and ten frames: tc's own rate/HZ default under-delivers ~5-17% on veth at Gb/s rates,
-    and at Mb/s rates in a VM a burst of a frame or two loses tokens to timer slack."""
-    return max(int(rate_bps / 8 * 0.001), 10 * (mtu + 14))
+    and at Mb/s rates in a VM a burst of a frame or two loses tokens to timer slack. Below 1 Mb/s two frames (ten would
+    be minutes of tokens, beyond what tbf's 32-bit buffer holds)."""
+    frames = 10 if rate_bps >= 10**6 else 2
+    return max(int(rate_bps / 8 * 0.001), frames * (mtu + 14))
 
 
 def ifb_name_for(device):

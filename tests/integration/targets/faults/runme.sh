@@ -27,6 +27,11 @@ table=()
 lab_pids() { for h in sink worker1 worker2 worker3; do ip netns pids "$P$h" 2>/dev/null; done; }
 lab_empty() { [ -z "$(lab_pids)" ]; }
 has_pids() { [ -n "$(ip netns pids "$P$1" 2>/dev/null)" ]; }
+# a host's flow client connected to its server (it connects, then waits for the start instant): not merely the
+# step's port_counters snapshot running in the namespace
+has_flow() {
+  [ -n "$(ip netns exec "$P$1" ss -Htn state established '( dport = :18600 )' 2>/dev/null)" ]
+}
 wait_for() {  # wait_for SECONDS COMMAND...: until the command succeeds (a function, re-evaluated every time)
   local end=$((SECONDS + $1)); shift
   until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.1; done
@@ -52,7 +57,7 @@ run_step() {  # run_step NAME EXTRA-ARGS...: the barrier step in the background;
   AIFABRIC_RUNS_DIR="${RUNS_DIR_OVERRIDE:-$runs}" ansible-playbook -i "$inv" aifabric.lab.barrier "$@" > "$runs.log" 2>&1 &
   pb=$!
 }
-flows_running() { [ -n "$(ip netns pids ${P}worker1)" ] && [ -n "$(ip netns pids ${P}worker2)" ]; }
+flows_running() { has_flow worker1 && has_flow worker2; }
 row() { table+=("| $1 | $(python3 "$here/check_fault.py" "${@:2}" | sed 's/^REPORT| //') | none |"); echo "case ok: $1"; }
 
 ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null
@@ -89,7 +94,7 @@ no_leftovers
 
 # 4. One worker delayed past the start instant (its host stalls: the process is stopped while it waits).
 run_step late -e barrier_volume=1GB -e barrier_timeout=20
-wait_for 30 has_pids worker2
+wait_for 30 has_flow worker2
 stalled=$(ip netns pids ${P}worker2)
 kill -STOP $stalled; sleep 4; kill -CONT $stalled
 wait "$pb" && exit 1 || true

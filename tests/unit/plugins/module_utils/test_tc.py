@@ -27,7 +27,8 @@ def p(**kw):
 def test_htb_default_burst_is_a_millisecond():
     shaper = desired_shaper(p(), mtu=9000)
     assert shaper == {"qdisc": "htb", "rate": 8 * 10**9, "burst": 10**6, "fair_share_sources": []}
-    assert default_burst(1000, 1500) == 10 * 1514  # low rates: ten frames
+    assert default_burst(1000, 1500) == 2 * 1514  # below 1 Mb/s: two frames
+    assert default_burst(24 * 10**6, 1500) == 10 * 1514  # Mb/s rates: ten frames
 
 
 def test_400gbit_htb_and_tbf_limit():
