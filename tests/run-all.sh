@@ -27,7 +27,11 @@ leftovers() {
   echo "no aflt-* namespace, no server file, no flow process"
 }
 tier "ruff" ruff check plugins tests benchmarks
-tier "ansible-lint (production profile)" ansible-lint --profile production roles playbooks
+tier "ansible-lint (production profile)" ansible-lint --profile production roles playbooks tests/vmlab
+tier "real-lab inventory parses, provisioning playbook syntax" bash -c \
+  "ansible-inventory -i inventories/lab/hosts.yml --graph >/dev/null && \
+   ansible-playbook -i inventories/lab/hosts.yml --syntax-check playbooks/lab_provision.yml playbooks/elephant.yml \
+   playbooks/barrier.yml >/dev/null"
 tier "ansible-doc renders every plugin" bash tests/sanity/docs.sh
 tier "ansible-test sanity" bash tests/sanity/run.sh
 tier "build and install the collection" bash tests/build/install_check.sh
