@@ -9,7 +9,7 @@ import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 
-__all__ = ["IPRoute", "netns", "PYROUTE2_IMPORT_ERROR", "require_pyroute2"]
+__all__ = ["IPRoute", "netns", "PYROUTE2_IMPORT_ERROR", "require_pyroute2", "nla"]
 
 try:
     from pyroute2 import IPRoute, netns
@@ -24,3 +24,11 @@ def require_pyroute2(module):
     """Fail the module with missing_required_lib (and the import traceback) when pyroute2 is not installed."""
     if IPRoute is None:
         module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
+
+
+def nla(msg, name):
+    """One attribute of a netlink message, decoded by pyroute2 or given as a plain ``{"attrs": [(name, value)]}``."""
+    for key, value in msg.get("attrs", []):
+        if key == name:
+            return value
+    return None

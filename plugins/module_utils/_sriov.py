@@ -17,6 +17,7 @@ import re
 import time
 
 from ._pci import BDF_RE, PciError, PciSysfs, normalize_bdf
+from ._pyroute2 import nla
 from ._vfio import write_attr
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -181,22 +182,14 @@ def validate_vfs(vfs, count):
     return out
 
 
-def _attr(msg, name):
-    for key, value in msg.get("attrs", []):
-        if key == name:
-            return value
-    return None
-
-
 def parse_vfinfo(link):
     """``[{index, mac, vlan, qos, spoofchk, trust, link_state, min_tx_rate, max_tx_rate[, node_guid, port_guid]}]``
     from one RTM_NEWLINK message dumped with RTEXT_FILTER_VF."""
     out = []
-    vflist = link.get_attr("IFLA_VFINFO_LIST") if hasattr(link, "get_attr") else _attr(link, "IFLA_VFINFO_LIST")
+    vflist = nla(link, "IFLA_VFINFO_LIST")
     if not vflist:
         return out
-    infos = vflist.get_attrs("IFLA_VF_INFO") if hasattr(vflist, "get_attrs") else [
-        v for k, v in vflist["attrs"] if k == "IFLA_VF_INFO"]
+    infos = [v for k, v in vflist["attrs"] if k == "IFLA_VF_INFO"]
     for info in infos:
         attrs = dict((k, v) for k, v in info["attrs"])
         vf = {"index": attrs["IFLA_VF_MAC"]["vf"], "mac": attrs["IFLA_VF_MAC"]["mac"].lower()}
@@ -211,9 +204,9 @@ def parse_vfinfo(link):
         if "IFLA_VF_RATE" in attrs:
             vf["min_tx_rate"] = attrs["IFLA_VF_RATE"]["min_tx_rate"]
             vf["max_tx_rate"] = attrs["IFLA_VF_RATE"]["max_tx_rate"]
-        for nla, key in (("IFLA_VF_IB_NODE_GUID", "node_guid"), ("IFLA_VF_IB_PORT_GUID", "port_guid")):
-            if nla in attrs:
-                vf[key] = attrs[nla][("ib_" + key)].lower()
+        for attr_name, key in (("IFLA_VF_IB_NODE_GUID", "node_guid"), ("IFLA_VF_IB_PORT_GUID", "port_guid")):
+            if attr_name in attrs:
+                vf[key] = attrs[attr_name][("ib_" + key)].lower()
         out.append(vf)
     return sorted(out, key=lambda v: v["index"])
 

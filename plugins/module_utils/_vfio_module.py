@@ -9,7 +9,7 @@ import os
 import socket
 
 from ._pci import PciError, PciSysfs, hostdev_xml, iommu_state
-from ._pyroute2 import IPRoute, require_pyroute2
+from ._pyroute2 import IPRoute, nla, require_pyroute2
 from ._vfio import NetUse, VfioBinder, container_check
 
 ARGUMENT_SPEC = dict(
@@ -24,24 +24,17 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def _attr(msg, name):
-    for key, value in msg.get("attrs", []):
-        if key == name:
-            return value
-    return None
-
-
 def net_use(ipr, environ=None):
     """NetUse from netlink: default-route devices, the device holding the SSH server address, busy devices."""
     environ = os.environ if environ is None else environ
-    names = {link["index"]: _attr(link, "IFLA_IFNAME") for link in ipr.get_links()}
+    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in ipr.get_links()}
     default = set()
     for family in (socket.AF_INET, socket.AF_INET6):
         for route in ipr.get_default_routes(family=family):
-            oif = _attr(route, "RTA_OIF")
+            oif = nla(route, "RTA_OIF")
             if oif in names:
                 default.add(names[oif])
-            for hop in _attr(route, "RTA_MULTIPATH") or []:
+            for hop in nla(route, "RTA_MULTIPATH") or []:
                 if hop.get("oif") in names:
                     default.add(names[hop["oif"]])
     ssh = set()
@@ -49,17 +42,17 @@ def net_use(ipr, environ=None):
     addrs = list(ipr.get_addr())
     if len(server) >= 3:
         for addr in addrs:
-            if server[2] in (_attr(addr, "IFA_ADDRESS"), _attr(addr, "IFA_LOCAL")):
+            if server[2] in (nla(addr, "IFA_ADDRESS"), nla(addr, "IFA_LOCAL")):
                 ssh.add(names.get(addr["index"]))
     active = {}
     for addr in addrs:
         name = names.get(addr["index"])
         if addr.get("scope", 0) == 0 and name and name != "lo":
-            active.setdefault(name, "up with address %s" % _attr(addr, "IFA_ADDRESS"))
+            active.setdefault(name, "up with address %s" % nla(addr, "IFA_ADDRESS"))
     for link in ipr.get_links():
-        master = _attr(link, "IFLA_MASTER")
+        master = nla(link, "IFLA_MASTER")
         if master:
-            active[_attr(link, "IFLA_IFNAME")] = "enslaved to %s" % names.get(master, master)
+            active[nla(link, "IFLA_IFNAME")] = "enslaved to %s" % names.get(master, master)
     return NetUse(default_route=default, ssh=ssh, active=active)
 
 
