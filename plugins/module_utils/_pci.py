@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 
 from ._rdma_sysfs import read_text
 
@@ -37,6 +38,28 @@ BRIDGE_SAFE_DRIVERS = ("pcieport", "shpchp")
 
 class PciError(Exception):
     """A request that cannot be met; the message names the parameter and what to do."""
+
+
+def write_attr(path, text, timeout=30.0):
+    """Write a sysfs attribute, bounded: a driver that blocks in remove() or probe() makes this raise, not hang."""
+    outcome = {}
+
+    def work():
+        try:
+            with open(path, "w") as handle:
+                handle.write(text)
+        except OSError as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise PciError("writing %r to %s did not return within %.0f s (a driver blocks in the kernel; see dmesg)"
+                       % (text.strip(), path, timeout))
+    if "error" in outcome:
+        exc = outcome["error"]
+        raise PciError("writing %r to %s failed: %s" % (text.strip(), path, exc.strerror or exc))
 
 
 def normalize_bdf(text, param="devices"):

@@ -16,9 +16,8 @@ import os
 import re
 import time
 
-from ._pci import BDF_RE, PciError, PciSysfs, normalize_bdf
+from ._pci import BDF_RE, PciError, PciSysfs, normalize_bdf, write_attr
 from ._pyroute2 import nla
-from ._vfio import write_attr
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 GUID_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){7}$")

@@ -17,10 +17,9 @@ import fcntl
 import json
 import os
 import struct
-import threading
 import time
 
-from ._pci import BRIDGE_SAFE_DRIVERS, GROUP_SAFE_DRIVERS, PciError, iommu_state
+from ._pci import BRIDGE_SAFE_DRIVERS, GROUP_SAFE_DRIVERS, PciError, iommu_state, write_attr
 
 STATE_DIR = "var/lib/aifabric-lab/vfio"
 RULES_FILE = "etc/udev/rules.d/70-aifabric-vfio-%s.rules"
@@ -34,28 +33,6 @@ VFIO_GROUP_GET_STATUS = 0x3B67
 VFIO_GROUP_SET_CONTAINER = 0x3B68
 VFIO_TYPE1_IOMMU, VFIO_TYPE1v2_IOMMU = 1, 3
 VFIO_GROUP_FLAGS_VIABLE, VFIO_GROUP_FLAGS_CONTAINER_SET = 1, 2
-
-
-def write_attr(path, text, timeout=30.0):
-    """Write a sysfs attribute, bounded: a driver that blocks in remove() or probe() makes this raise, not hang."""
-    outcome = {}
-
-    def work():
-        try:
-            with open(path, "w") as handle:
-                handle.write(text)
-        except OSError as exc:
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise PciError("writing %r to %s did not return within %.0f s (a driver blocks in the kernel; see dmesg)"
-                       % (text.strip(), path, timeout))
-    if "error" in outcome:
-        exc = outcome["error"]
-        raise PciError("writing %r to %s failed: %s" % (text.strip(), path, exc.strerror or exc))
 
 
 class NetUse:

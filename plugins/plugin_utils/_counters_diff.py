@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import HEADERS_PER_PACKET
+
 __all__ = ["diff", "verdict", "is_error_counter", "is_congestion_counter"]
 
 _ERROR = re.compile(r"(err|error|discard|drop|symbol|downed|overrun|out_of_buffer|out_of_sequence|seq_err|retry|"
@@ -63,17 +65,15 @@ def verdict(delta, slower_than_fair_share=None):
     return text
 
 
-# Bytes each counter adds per packet to the application's payload: Ethernet (14) + IPv4 (20) + TCP with timestamps
-# (32); for RoCE v2, Ethernet + IPv4 + UDP (8) + BTH (12) + ICRC (4). A GSO super-packet counts its headers once in
-# the netdev's books and once per segment in the qdisc's, and each book's packet count matches: so expected bytes =
-# payload + packets x headers holds for both.
-HEADERS = {"tcp": 66, "perftest": 58}
+# Bytes each counter adds per packet to the application's payload (_fair_share.HEADERS_PER_PACKET). A GSO
+# super-packet counts its headers once in the netdev's books and once per segment in the qdisc's, and each book's
+# packet count matches: so expected bytes = payload + packets x headers holds for both.
 TOLERANCE = 0.005
 
 
 def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE):
     """The application's bytes against the interface's tx books and its qdisc's, headers added per packet."""
-    header = HEADERS.get(engine, 66)
+    header = HEADERS_PER_PACKET.get(engine, HEADERS_PER_PACKET["tcp"])
     checks = []
     sources = (("netdev %s tx" % interface, "netdev/%s/tx_bytes" % interface, "netdev/%s/tx_packets" % interface),
                ("qdisc %s" % interface, "qdisc/%s/qdisc/bytes" % interface, "qdisc/%s/qdisc/packets" % interface))

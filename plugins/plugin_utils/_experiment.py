@@ -27,17 +27,13 @@ from __future__ import annotations
 import ipaddress
 
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import roce_goodput
 
 __all__ = ["ExperimentError", "plan", "PATTERNS"]
 
 
 class ExperimentError(ValueError):
     """An experiment that cannot run; the message names the field, the value and the fix."""
-
-
-def roce_goodput(rdma_mtu):
-    """Payload share of a RoCE v2 frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 = 58 bytes per packet."""
-    return rdma_mtu / float(rdma_mtu + 58)
 
 
 def _incast(workers, sinks):

@@ -15,7 +15,19 @@ __all__ = ["max_min_rates", "predict_completions", "goodput_factor"]
 _EPS = 1e-9
 
 
-def goodput_factor(mtu: int, l3_l4_header: int = 52, l2_header: int = 14) -> float:
+# Bytes of headers per packet, as the kernel's netdev and qdisc books count them (Ethernet header, no FCS).
+L2_HEADER = 14
+TCP_L3_L4_HEADER = 52  # IPv4 20 + TCP with timestamps 32
+ROCE_V2_HEADER = 58  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4
+HEADERS_PER_PACKET = {"tcp": L2_HEADER + TCP_L3_L4_HEADER, "perftest": ROCE_V2_HEADER}
+
+
+def roce_goodput(rdma_mtu: int) -> float:
+    """Payload share of a RoCE v2 frame carrying ``rdma_mtu`` bytes of payload."""
+    return rdma_mtu / float(rdma_mtu + ROCE_V2_HEADER)
+
+
+def goodput_factor(mtu: int, l3_l4_header: int = TCP_L3_L4_HEADER, l2_header: int = L2_HEADER) -> float:
     """Payload share of an Ethernet frame carrying TCP/IPv4 with timestamps (20 + 20 + 12 bytes of headers).
 
     The kernel's qdiscs count the Ethernet header (14 bytes) of every segment, so an 8gbit shaper at MTU 9000

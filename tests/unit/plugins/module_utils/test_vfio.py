@@ -8,13 +8,12 @@ import os
 import time
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.module_utils._pci import PciError, PciSysfs
+from ansible_collections.aifabric.lab.plugins.module_utils._pci import PciError, PciSysfs, write_attr
 from ansible_collections.aifabric.lab.plugins.module_utils._vfio import (
     NetUse,
     VfioBinder,
     group_openers,
     rules_text,
-    write_attr,
 )
 from pci_tree import bind_driver, cx6_host, vm_guest
 
