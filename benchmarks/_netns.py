@@ -13,8 +13,8 @@ PY = sys.executable
 ENGINE_RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, %(coll)r)
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
 args = json.loads(sys.argv[1])
 spec = FlowSpec(**args)
 out = TcpEngine().serve(spec) if spec.role == "server" else TcpEngine().send(spec)

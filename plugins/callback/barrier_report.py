@@ -10,16 +10,20 @@ type: aggregate
 short_description: Turn the flows of a play into a barrier report
 version_added: 0.1.0
 description:
-  - Collects the results of M(aifabric.lab.flow) client tasks, grouped into steps by the flow's C(annotations.step)
-    (else the task name), and prints at the end of the playbook a report per step.
+  - Collects the flows of every synchronized step (the record that M(aifabric.lab.flow_step) returns with
+    C(state=collected), and what C(state=stopped) recovers after a failure) and the results of plain
+    M(aifabric.lab.flow) client tasks, grouped into steps by the flow's C(annotations.step) (else the task name), and
+    prints at the end of the playbook a report per step.
   - Per worker, its completion time, Gb/s, idle time (step minus its own completion) and idle share of the step; the
     step time (the maximum); the mean completion time and how far the mean understates the step; the sum of the flows'
     rates against the bottleneck and against the single-flow baseline (a step annotated C(kind=baseline)); the
     straggler with the throttle that explains it; and the max-min fair-share prediction of every completion.
   - Uses the timestamps measured on the hosts (C(completion_s) is the receiver's confirmation of the last byte minus
     the common start instant), never the time a result reached the controller.
-  - A step in which any worker failed, timed out, started late or was unreachable is reported as failed with the hosts
-    and causes, and no step time is computed over the survivors.
+  - A step in which any worker failed, timed out, never armed, started later than the lateness bound or was
+    unreachable is reported as failed with the hosts and causes, and no step time is computed over the survivors.
+  - How the step started is reported beside it - the measured margin, the probe rounds, how long the hosts took to arm,
+    each flow's lateness against the bound.
   - Each flow's result is written to the run directory the moment it arrives (atomically), then C(report.json) and
     C(report.txt) at the end. C(playbooks/render_report.yml) rebuilds a report from a run directory.
 requirements:
@@ -60,7 +64,7 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import RunDirectory, build_report, render_text
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
-_COUNTER_ACTIONS = frozenset(("aifabric.lab.port_counters", "port_counters"))
+_STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
 
 
 def _cause_without_result(res):
@@ -79,6 +83,30 @@ def _cause_without_result(res):
     return msg
 
 
+def _start_summary(record):
+    """How a step started, from the coordinator's record: the mode, the measured margin and probe rounds, how long
+    the hosts took to arm, and each host's clock offset and round trip."""
+    fire = record.get("fire") or {}
+    parties = record.get("parties") or {}
+    armed = [p["armed_at"] for p in parties.values() if p.get("armed_at")]
+    opened = record.get("started_at")
+    return {
+        "mode": record.get("mode"),
+        "status": record.get("status"),
+        "margin_s": fire.get("margin_s"),
+        "probe_fanout_s": fire.get("probe_fanout_s"),
+        "arm_spread_s": round(max(armed) - min(armed), 6) if len(armed) > 1 else 0.0,
+        "armed_after_s": round(max(armed) - opened, 6) if armed and opened else None,
+        "fire_after_armed_s": round(fire["at"] - fire["armed_last_at"], 6) if fire.get("armed_last_at") else None,
+        # the last fire message left this long before the instant (negative: after it, and its flows were late)
+        "last_fire_sent_ahead_s": round(fire["at"] - max(p["fire_sent_at"] for p in parties.values()
+                                                         if p.get("fire_sent_at")), 6)
+        if fire.get("at") and any(p.get("fire_sent_at") for p in parties.values()) else None,
+        "hosts": {h: {k: p.get(k) for k in ("offset_s", "rtt_s") if p.get(k) is not None}
+                  for h, p in sorted(parties.items())},
+    }
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -89,6 +117,7 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self._steps = {}
         self._counters = {}
+        self._starts = {}
         self._run = None
         self._label = "run"
         self._write_error = None
@@ -103,32 +132,99 @@ class CallbackModule(CallbackBase):
         self._label = os.path.splitext(os.path.basename(playbook._file_name))[0]
 
     # -- collecting -------------------------------------------------------------------------------------------
-    def _record_counters(self, result):
-        """A port_counters snapshot labelled ``STEP|before`` or ``STEP|after`` (the experiment role's), kept per step
-        and host and written at once, so the report can show what the wire and the queues saw."""
-        res = result._result
-        label = res.get("label") or ""
-        step, _sep, phase = label.rpartition("|")
-        if not step or phase not in ("before", "after") or not res.get("counters"):
-            return
-        host = result._host.get_name()
-        entry = self._counters.setdefault(step, {}).setdefault(host, {"step": step, "host": host})
-        entry[phase] = res["counters"]
-        for key in ("interface", "engine"):
-            if res.get(key):
-                entry[key] = res[key]
+    def _write(self, what, *args):
         try:
             if self._run is None:
                 self._run = self._open_run()
-            self._run.add_counters(step, host, entry)
+            getattr(self._run, what)(*args)
         except OSError as exc:
-            self._write_error = "cannot write counters under %s: %s" % (self._run.path if self._run else
-                                                                        self._runs_dir, exc)
+            self._write_error = "cannot write results under %s: %s" % (self._run.path if self._run else
+                                                                       self._runs_dir, exc)
+
+    def _add_flow(self, step, host, record, fill_only=False):
+        """One flow's record, written at once. A failure already known for the flow is kept (the first cause is the
+        one that explains it); ``fill_only`` adds a record only where the flow has none."""
+        record = dict(record)
+        record["host"] = host
+        record["step"] = step
+        record.setdefault("flow_id", host)
+        annotations = record.get("annotations")
+        record["annotations"] = annotations if isinstance(annotations, dict) else {}
+        record["received_at"] = time.time()  # bookkeeping only; never used for timing
+        flows = self._steps.setdefault(step, {})
+        key = (host, record["flow_id"])
+        old = flows.get(key)
+        # the coordinator's view of a host that never reported ("did not arm", "lost") gives way to the host's own
+        if old is not None and not (old.get("cause_from") == "rendezvous" and record.get("cause_from") is None):
+            if fill_only or (old.get("status") != "ok" and record.get("status") != "ok"):
+                return
+        flows[key] = record
+        self._write("add_flow", step, record)
+
+    def _add_counters(self, step, host, counters):
+        if not isinstance(counters, dict) or "before" not in counters or "after" not in counters:
+            return
+        if "error" in counters["before"] or "error" in counters["after"]:
+            return
+        entry = {"step": step, "host": host, "before": counters["before"], "after": counters["after"]}
+        for key in ("interface", "engine"):
+            if counters.get(key):
+                entry[key] = counters[key]
+        self._counters.setdefault(step, {})[host] = entry
+        self._write("add_counters", step, host, entry)
+
+    def _add_part(self, step, host, part, fill_only=False):
+        for flow in part.get("clients") or []:
+            self._add_flow(step, host, flow, fill_only=fill_only)
+        self._add_counters(step, host, part.get("counters"))
+
+    def _add_step_record(self, record, fill_only=False):
+        """The coordinator's record of a step: every host's part, and a cause for every flow that never reported."""
+        step = record.get("step") or "step"
+        hosts = record.get("hosts") or {}
+        for host, part in sorted(hosts.items()):
+            self._add_part(step, host, part or {}, fill_only=fill_only)
+        parties = record.get("parties") or {}
+        for host, flow_ids in sorted((record.get("expected_flows") or {}).items()):
+            if host in hosts:
+                continue
+            info = parties.get(host) or {}
+            cause = ("did not arm: %s" % record.get("error") if info.get("not_armed") else
+                     "its step process was lost (%s)" % info["lost"] if info.get("lost") else
+                     record.get("error") or "no result")
+            for flow_id in flow_ids:
+                self._add_flow(step, host, {"flow_id": flow_id, "status": "error", "error": cause,
+                                            "cause_from": "rendezvous", "annotations": record.get("annotations")},
+                               fill_only=True)
+        if record.get("fire") or record.get("parties"):
+            self._starts[step] = _start_summary(record)
+            self._write("add_start", step, self._starts[step])
+
+    def _record_step_task(self, result, unreachable=False):
+        res = result._result
+        if "results" in res:
+            return  # a loop: its items came one by one (v2_runner_item_on_*)
+        args = (res.get("invocation") or {}).get("module_args") or result._task.args or {}
+        host = args.get("party") or result._host.get_name()  # under delegate_to, the party is the host
+        step = args.get("step") or result._task.get_name()
+        state = args.get("state") or "started"
+        if isinstance(res.get("step"), dict):
+            self._add_step_record(res["step"], fill_only=state == "stopped")
+        if isinstance(res.get("part"), dict) and state == "stopped":
+            self._add_part(step, host, res["part"], fill_only=True)
+        if unreachable or res.get("failed"):
+            cause = res.get("msg") or "unreachable"
+            if unreachable:
+                cause = "unreachable: %s" % cause
+            for client in args.get("clients") or []:
+                if isinstance(client, dict) and client.get("flow_id"):
+                    self._add_flow(step, host, {"flow_id": client["flow_id"], "status": "error", "error": cause,
+                                                "annotations": client.get("annotations") or {}})
 
     def _record(self, result, status_override=None):
         task = result._task
-        if task.action in _COUNTER_ACTIONS and status_override is None:
-            self._record_counters(result)
+        if task.action in _STEP_ACTIONS:
+            self._record_step_task(result, unreachable=status_override == "unreachable")
             return
         if task.action not in _FLOW_ACTIONS:
             return
@@ -144,24 +240,14 @@ class CallbackModule(CallbackBase):
         if not isinstance(annotations, dict):
             annotations = {}
         record["annotations"] = annotations
-        record["host"] = host
         if status_override:
             record["status"] = status_override
             record["error"] = res.get("msg") or "unreachable"
         elif not flow:
             record["status"] = "error"
             record["error"] = _cause_without_result(res)
-        record["received_at"] = time.time()  # bookkeeping only; never used for timing
-        step = annotations.get("step") or task.get_name()
-        record["step"] = step
-        self._steps.setdefault(step, {})[host] = record
-        try:
-            if self._run is None:
-                self._run = self._open_run()
-            self._run.add_flow(step, record)
-        except OSError as exc:
-            self._write_error = "cannot write results under %s: %s" % (self._run.path if self._run else self._runs_dir,
-                                                                       exc)
+        record["flow_id"] = host  # one plain flow per host and task
+        self._add_flow(annotations.get("step") or task.get_name(), host, record)
 
     def _open_run(self):
         """The run directory under runs_dir, or, when that cannot be written, one under the system's temp directory
@@ -185,12 +271,21 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_unreachable(self, result):
         self._record(result, status_override="unreachable")
 
+    def v2_runner_item_on_ok(self, result):
+        if result._task.action in _STEP_ACTIONS:
+            self._record(result)
+
+    def v2_runner_item_on_failed(self, result):
+        if result._task.action in _STEP_ACTIONS:
+            self._record(result)
+
     # -- reporting --------------------------------------------------------------------------------------------
     def v2_playbook_on_stats(self, stats):
         if not self._steps:
             return
-        steps = {name: list(hosts.values()) for name, hosts in self._steps.items()}
-        report = build_report(steps, run_path=self._run.path if self._run else None, counters=self._counters)
+        steps = {name: list(flows.values()) for name, flows in self._steps.items()}
+        report = build_report(steps, run_path=self._run.path if self._run else None, counters=self._counters,
+                              starts=self._starts)
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:

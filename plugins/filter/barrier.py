@@ -10,7 +10,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitErr
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import diff as _counters_diff
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import verdict as _counters_verdict
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, host_args, plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import max_min_rates, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run as _render_run
@@ -48,6 +48,14 @@ def flow_plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch=
         raise AnsibleFilterError("flow_plan: %s" % exc) from None
 
 
+def flow_step_args(the_plan, host, step, token, throttle=None, interface="eth0", rdma_device=None):
+    if not isinstance(the_plan, dict) or host not in (the_plan.get("hosts") or {}):
+        raise AnsibleFilterError("flow_step_args: %s is not a host of this plan (give the flow_plan filter's result "
+                                 "and one of its participants)" % (host,))
+    return host_args(the_plan, host, str(step), str(token), throttle=throttle or None, interface=interface,
+                     rdma_device=rdma_device or None)
+
+
 def netns_lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_group="sinks",
                     workers_group="workers"):
     try:
@@ -81,5 +89,6 @@ def counters_diff(before, after, slower_than_fair_share=None):
 class FilterModule:
     def filters(self):
         return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
+                "flow_step_args": flow_step_args,
                 "netns_lab_hosts": netns_lab_hosts, "render_run": render_run,
                 "rate_bps": rate_bps, "counters_diff": counters_diff}

@@ -302,7 +302,7 @@ flow:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_module import (
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.module import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
     REQUIRED_IF,

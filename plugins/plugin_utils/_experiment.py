@@ -14,8 +14,15 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     throttles: {worker3: 2gbit}
     engine: tcp
     port: 18600              # first port; tcp: a destination's flows share its server; perftest: one port per flow
-    timeout: 120
-    start_lead: null         # seconds from planning to the start instant; null = 2 + 0.15 * flows
+    control_port: 18599      # the rendezvous' port on the coordinating host
+    coordinator: null        # the host that coordinates the rendezvous (default: the first sink, else the first host)
+    timeout: 120             # seconds a flow may take from the start instant
+    arm_timeout: 60          # seconds within which every host must arm (a limit for failures, not a lead time)
+    streams: 1               # parallel TCP connections per flow (perftest: perftest.qps)
+    late_bound: 0.01         # a start later than this share of the predicted step (or a duration: 5ms) fails it
+    strict_start: false      # true: a flow later than start_tolerance refuses to start (on the host)
+    start_tolerance: 0.001   # with strict_start, seconds
+    start_at: null           # a fixed start instant (PTP-synchronized labs) instead of the rendezvous' own
 
 ``plan()`` returns per-host roles (servers to run, client flows to send, throttles to apply) and each flow's path of
 links with rates, which the barrier report's fair-share prediction reads. New patterns add a function to PATTERNS;
@@ -29,7 +36,7 @@ import ipaddress
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import roce_goodput
 
-__all__ = ["ExperimentError", "plan", "PATTERNS"]
+__all__ = ["ExperimentError", "plan", "host_args", "PATTERNS"]
 
 
 class ExperimentError(ValueError):
@@ -52,8 +59,8 @@ def _ring(workers, sinks):
 PATTERNS = {"incast": _incast, "ring": _ring}
 NEEDS_SINK = {"incast"}
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
-          "start_lead", "interval", "description", "perftest", "counters",
-          "start_tolerance"}
+          "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
+          "arm_timeout", "streams", "start_at", "coordinator", "control_port"}
 
 
 def _address(hostvars, host):
@@ -70,6 +77,9 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     """Expand ``experiment`` over the inventory. ``groups``/``hostvars`` are Ansible's magic variables."""
     if not isinstance(experiment, dict):
         raise ExperimentError("experiment: expected a dict (name, pattern, volume, ...), got %r" % (experiment,))
+    if "start_lead" in experiment:
+        raise ExperimentError("experiment.start_lead: no longer used: a step fires when every host has armed, at an "
+                              "instant the rendezvous measures; remove it (give start_at for a fixed instant)")
     unknown = sorted(set(experiment) - _KNOWN)
     if unknown:
         raise ExperimentError("experiment: unknown field(s) %s; known: %s"
@@ -119,16 +129,40 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         raise ExperimentError("experiment.perftest.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
                               "(soft-RoCE on a 1500-byte link: 1024)" % (rdma_mtu,))
     pairs = PATTERNS[pattern](workers, sinks)
-    lead = experiment.get("start_lead")
-    if lead is None:
-        lead = round(2.0 + 0.15 * len(pairs), 2)
-    elif isinstance(lead, bool) or not isinstance(lead, (int, float)) or lead <= 0:
-        raise ExperimentError("experiment.start_lead: %r; give seconds, more than 0" % (lead,))
-    tolerance = experiment.get("start_tolerance")
-    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
-                                  or not 0 <= tolerance <= 1):
-        raise ExperimentError("experiment.start_tolerance: %r; give seconds from 0 to 1 (the flow module's default is "
-                              "0.001; slow VMs need more)" % (tolerance,))
+    tolerance = experiment.get("start_tolerance", 0.001)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance <= 1:
+        raise ExperimentError("experiment.start_tolerance: %r; give seconds from 0 to 1 (used with strict_start)"
+                              % (tolerance,))
+    strict = experiment.get("strict_start", False)
+    if not isinstance(strict, bool):
+        raise ExperimentError("experiment.strict_start: %r; give true or false" % (strict,))
+    arm_timeout = experiment.get("arm_timeout", 60)
+    if isinstance(arm_timeout, bool) or not isinstance(arm_timeout, (int, float)) or arm_timeout <= 0:
+        raise ExperimentError("experiment.arm_timeout: %r; give seconds, more than 0 (how long every host may take "
+                              "to arm before the step fails)" % (arm_timeout,))
+    streams = experiment.get("streams", 1)
+    if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= 64:
+        raise ExperimentError("experiment.streams: %r; give a whole number of parallel connections per flow, 1-64"
+                              % (streams,))
+    if streams > 1 and engine == "perftest":
+        raise ExperimentError("experiment.streams: the perftest engine runs parallel queue pairs instead; set "
+                              "perftest.qps")
+    late_bound = experiment.get("late_bound", 0.01)
+    if isinstance(late_bound, str):
+        text = late_bound.strip()
+        try:
+            ok = text.endswith("s") and float(text[:-2] if text.endswith("ms") else text[:-1]) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ExperimentError("experiment.late_bound: %r; give a share of the predicted step (0.01 = 1%%) or a "
+                                  "duration (5ms, 0.2s)" % (late_bound,))
+    elif isinstance(late_bound, bool) or not isinstance(late_bound, (int, float)) or not 0 < late_bound <= 1:
+        raise ExperimentError("experiment.late_bound: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) "
+                              "or a duration (5ms)" % (late_bound,))
+    control_port = experiment.get("control_port", port - 1)
+    if isinstance(control_port, bool) or not isinstance(control_port, int) or not 1024 <= control_port <= 65535:
+        raise ExperimentError("experiment.control_port: %r; give a port from 1024 to 65535" % (control_port,))
     name = str(experiment.get("name") or kind)
     hosts = {}
 
@@ -137,6 +171,9 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
             host, {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host)})
 
     bottlenecks = {}
+    sent = {}
+    for src, dst in pairs:
+        sent.setdefault(src, []).append(dst)
     for src, dst in pairs:
         link = "%s->%s" % (switch if pattern in NEEDS_SINK else src, dst)
         bottlenecks[dst] = link
@@ -147,13 +184,18 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         if server is None:
             server = {"port": port, "expected_clients": 0, "address": host_entry(dst)["address"]}
             host_entry(dst)["servers"].append(server)
-        server["expected_clients"] += 1
+        # a tcp server counts connections (a flow's streams); a perftest server runs one process per client, on
+        # port, port + 1, ...
+        first = server["expected_clients"]
+        server["expected_clients"] += streams if engine == "tcp" else 1
+        # a host that sends one flow names it after itself (the seed's report); several flows, after their peers
+        flow_id = src if len(sent[src]) == 1 else "%s->%s" % (src, dst)
         host_entry(src)["clients"].append({
-            "flow_id": src,
+            "flow_id": flow_id,
             "address": host_entry(dst)["address"],
-            # a perftest server serves one client: the destination runs one per client on port, port + 1, ...
-            "port": server["port"] + (server["expected_clients"] - 1 if engine == "perftest" else 0),
+            "port": server["port"] + (first if engine == "perftest" else 0),
             "volume": volume,
+            "streams": streams,
             "annotations": {
                 "kind": kind,
                 "pattern": pattern,
@@ -165,11 +207,20 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                 "engine": engine,
                 "goodput_factor": roce_goodput(rdma_mtu) if engine == "perftest" else None,
                 "expected_workers": sorted({source for source, _dest in pairs}),
+                "late_bound": late_bound,
             },
         })
     for host, rate in throttles.items():
         if host in hosts:
             host_entry(host)["throttle"] = format_rate(rate)
+    participants = sorted(hosts)
+    coordinator = experiment.get("coordinator")
+    if coordinator is None:
+        coordinator = next((s for s in sinks if s in hosts), participants[0])
+    elif coordinator not in hosts:
+        raise ExperimentError("experiment.coordinator: %r is not a host of this experiment's steps (%s)"
+                              % (coordinator, ", ".join(participants)))
+    start_at = experiment.get("start_at")
     return {
         "name": name,
         "kind": kind,
@@ -179,15 +230,80 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         "line_rate": format_rate(line),
         "mtu": mtu,
         "timeout": timeout,
-        "start_lead": lead,
+        "arm_timeout": arm_timeout,
+        "late_bound": late_bound,
+        "strict_start": strict,
+        "streams": streams,
+        "rendezvous": {
+            "host": coordinator,
+            "address": hosts[coordinator]["address"],
+            "port": control_port,
+            "parties": participants,
+            "expected_flows": {h: [c["flow_id"] for c in e["clients"]] for h, e in sorted(hosts.items())
+                               if e["clients"]},
+            "start_at": start_at,
+        },
         "engine": engine,
         "perftest": dict(experiment.get("perftest") or {}),
         "counters": bool(experiment.get("counters", True)),
         "start_tolerance": tolerance,
         "interval": experiment.get("interval", 1.0),
         "hosts": hosts,
-        "participants": sorted(hosts),
+        "participants": participants,
         "sources": sorted(h for h, e in hosts.items() if e["clients"]),
         "destinations": sorted(h for h, e in hosts.items() if e["servers"]),
         "throttled": sorted(h for h, e in hosts.items() if e["throttle"]),
+    }
+
+
+_PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")
+
+
+def host_args(the_plan, host, step, token, throttle=None, interface="eth0", rdma_device=None):
+    """The ``aifabric.lab.flow_step`` arguments of ``host`` for ``step``: its servers, its client flows (with the
+    throttle the host actually got: ``throttle`` is the throttle module's result), the rendezvous, its counters."""
+    entry = the_plan["hosts"][host]
+    perftest = the_plan["engine"] == "perftest"
+    throttle = throttle or {}
+    rate_limit = (throttle.get("flow_args") or {}).get("rate_limit")
+    clients = []
+    for client in entry["clients"]:
+        annotations = dict(client["annotations"], step=step)
+        if throttle.get("description"):
+            annotations["throttle_mechanism"] = "%s: %s" % (host, throttle["description"])
+        out = {key: client[key] for key in ("flow_id", "address", "port", "volume", "streams")}
+        out["annotations"] = annotations
+        if perftest:
+            out["source"] = entry["address"]  # perftest finds its GID from it
+            if rate_limit:
+                out["rate_limit"] = rate_limit
+        clients.append(out)
+    servers = []
+    for server in entry["servers"]:
+        out = dict(server)
+        out["volume" if perftest else "max_bytes"] = the_plan["volume"] if perftest else the_plan["volume"] * 2
+        servers.append(out)
+    counters = None
+    if the_plan["counters"]:
+        counters = {"interface": interface, "netdevs": [interface],
+                    "qdiscs": [interface] if throttle.get("mechanism") == "tc" else [],
+                    "rdma_devices": [rdma_device] if perftest and rdma_device else []}
+    return {
+        "party": host,
+        "token": token,
+        "step": step,
+        "engine": the_plan["engine"],
+        "perftest": dict({k: v for k, v in the_plan["perftest"].items() if k in _PERFTEST_ARGS},
+                         device=rdma_device) if perftest else {},
+        "servers": servers,
+        "clients": clients,
+        "rendezvous": dict(the_plan["rendezvous"], annotations={
+            "kind": the_plan["kind"], "pattern": the_plan["pattern"], "bottleneck": the_plan["line_rate"],
+            "expected_workers": the_plan["sources"], "late_bound": the_plan["late_bound"]}),
+        "counters": counters,
+        "arm_timeout": the_plan["arm_timeout"],
+        "timeout": the_plan["timeout"],
+        "interval": the_plan["interval"],
+        "strict_start": the_plan["strict_start"],
+        "start_tolerance": the_plan["start_tolerance"],
     }

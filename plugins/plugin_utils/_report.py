@@ -61,8 +61,15 @@ class RunDirectory:
                      json.dumps(snapshots, indent=1, sort_keys=True))
 
     def add_flow(self, step, record):
-        atomic_write(os.path.join(self.path, "flows", _safe(step), _safe(record["host"]) + ".json"),
+        name = _safe(record["host"])
+        if record.get("flow_id") not in (None, record["host"]):
+            name += "--" + _safe(record["flow_id"])
+        atomic_write(os.path.join(self.path, "flows", _safe(step), name + ".json"),
                      json.dumps(record, indent=1, sort_keys=True))
+
+    def add_start(self, step, start):
+        atomic_write(os.path.join(self.path, "starts", _safe(step) + ".json"),
+                     json.dumps(dict(start, step=step), indent=1, sort_keys=True))
 
     def write_report(self, report):
         atomic_write(os.path.join(self.path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
@@ -103,7 +110,19 @@ def load_counters(path):
     return out
 
 
-def build_report(steps, run_path=None, counters=None):
+def load_starts(path):
+    """``{step: start summary}`` from a run directory's starts files (runs before the rendezvous have none)."""
+    out = {}
+    base = os.path.join(path, "starts")
+    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(base, name)) as handle:
+                entry = json.load(handle)
+            out[entry.pop("step", name[:-5])] = entry
+    return out
+
+
+def build_report(steps, run_path=None, counters=None, starts=None):
     """The whole run's report: every step analysed, baselines first so later steps can compare to them; with
     ``counters`` (before/after snapshots per step and host), what the wire and the queues saw beside it."""
     report = {"schema_version": SCHEMA_VERSION, "run_dir": run_path, "steps": [], "baseline_gbps": None}
@@ -119,6 +138,8 @@ def build_report(steps, run_path=None, counters=None):
             step["samples"] = next((r.get("samples") for r in records), None)
         if counters and counters.get(name):
             step["counters"] = step_counters(step, counters[name])
+        if starts and starts.get(name):
+            step["start"] = starts[name]
         report["steps"].append(step)
     report["status"] = "ok" if all(s["status"] == "ok" for s in report["steps"]) else "failed"
     return report
@@ -142,6 +163,9 @@ _TEXT = """\
   {{ '%-14s %12.2f %8.3f %9.2f %5.0f%% %11s %8s  %s' % (w.host, w.completion_s, w.gbps, w.idle_s, w.idle_share * 100,
      ('%.2f' % w.predicted_s) if w.predicted_s else '-',
      ('%+.1f%%' % (w.prediction_error * 100)) if w.prediction_error is defined else '-', w.throttle or '-') }}
+{% for f in w.flows | default([]) %}
+    {{ '%-12s %12.2f %8.3f %31s' % (f.flow_id, f.completion_s, f.gbps, ('%.2f' % f.predicted_s) if f.predicted_s else '-') }}
+{% endfor %}
 {% elif w.status == 'ok' %}
   {{ '%-14s %12s %8s' % (w.host, 'done', '') }}  {{ w.bytes }} bytes confirmed (kept, not used for a step time)
 {% else %}
@@ -158,7 +182,14 @@ _TEXT = """\
 {{ (' = %.1f%% of the %s bottleneck' % (s.sum_of_flow_share_of_bottleneck * 100, s.bottleneck)) if s.bottleneck_gbps is defined else '' }}\
 {{ ('; single-flow baseline %.3f Gb/s (%.1f%%)' % (s.baseline_gbps, s.sum_of_flow_vs_baseline * 100)) if s.baseline_gbps else '' }}
   step goodput           {{ '%.3f' % s.aggregate_gbps }} Gb/s (all bytes / step time)
-  start skew             {{ '%.3f' % (s.start_skew_s * 1000) }} ms (first byte, max - min)
+  start skew             {{ '%.3f' % (s.start_skew_s * 1000) }} ms (first byte, max - min)\
+{{ ('; late p50 %.3f ms, max %.3f ms, bound %.1f ms (%s)' % (s.late_p50_s * 1000, s.late_max_s * 1000,
+   s.late_bound_s * 1000, s.late_bound_basis)) if s.late_max_s is defined and s.late_max_s is not none and s.late_bound_s is not none else '' }}
+{% if s.start is defined and s.start.mode == 'rendezvous' and s.start.margin_s is not none %}
+  start                  every host armed {{ '%.2f' % s.start.armed_after_s }} s after the rendezvous opened; fired \
+{{ '%.1f' % (s.start.margin_s * 1000) }} ms later (twice the slowest of {{ s.start.probe_fanout_s | length }} probe rounds, \
+{{ '%.2f' % ((s.start.probe_fanout_s | max) * 1000) }} ms)
+{% endif %}
   verdict                {{ s.verdict }}
 {% if s.counters is defined %}
   counters               {{ s.counters.verdict }}
@@ -193,7 +224,8 @@ def render_text(report):
 
 def render_run(path):
     """Rebuild report.json and report.txt of a run directory from its flow files; return the text."""
-    report = build_report(load_steps(path), run_path=os.path.abspath(path), counters=load_counters(path))
+    report = build_report(load_steps(path), run_path=os.path.abspath(path), counters=load_counters(path),
+                          starts=load_starts(path))
     text = render_text(report)
     atomic_write(os.path.join(path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
     atomic_write(os.path.join(path, "report.txt"), text)

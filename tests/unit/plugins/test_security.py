@@ -8,15 +8,15 @@ import socket
 import threading
 import time
 
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
 
 PLUGINS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "plugins")
 # The one place that builds a command line: the connection plugin's `ip netns exec NAME sh -c CMD`, every part
 # shlex-quoted (tests/unit/plugins/connection/test_netns.py checks the quoting).
 REVIEWED = {os.path.join("connection", "netns.py")}
 # The one engine whose job is to run a tool: perftest, from an argument list built by _perftest.build_argv.
-RUNS_TOOLS = {os.path.join("module_utils", "_flow_perftest.py")}
+RUNS_TOOLS = {os.path.join("module_utils", "_flow", "perftest.py")}
 FORBIDDEN_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "Popen"), ("subprocess", "run"),
                    ("subprocess", "call"), ("subprocess", "check_call"), ("subprocess", "check_output"),
                    ("module", "run_command")}

@@ -5,8 +5,8 @@ import json
 import os
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowError
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_module import (
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowError
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.module import (
     ARGUMENT_SPEC,
     build_spec,
     parse_instant,

@@ -7,9 +7,9 @@ import socket
 import time
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.module_utils import _flow_server
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
+from ansible_collections.aifabric.lab.plugins.module_utils._flow import server as _flow_server
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
 
 
 def free_port():
@@ -24,15 +24,15 @@ def spec(port, role="server", token="tok", **kw):
 
 def wait_gone(pid, seconds=5.0):
     end = time.time() + seconds
-    while _flow_server._alive(pid) and time.time() < end:
+    while _flow_server.alive(pid) and time.time() < end:
         time.sleep(0.05)
-    return not _flow_server._alive(pid)
+    return not _flow_server.alive(pid)
 
 
 def test_start_send_stop_collect(tmp_path):
     port = free_port()
     started = _flow_server.start(TcpEngine(), spec(port, expected_clients=1, timeout=20), str(tmp_path))
-    assert started["status"] == "started" and started["pid"] > 0 and _flow_server._alive(started["pid"])
+    assert started["status"] == "started" and started["pid"] > 0 and _flow_server.alive(started["pid"])
     flow = TcpEngine().send(spec(port, role="client", volume=5_000_000, start_at=time.time() + 0.3, timeout=10))
     assert flow["status"] == "ok"
     collected = _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path))
@@ -69,7 +69,7 @@ def test_another_runs_server_is_not_stopped(tmp_path):
     try:
         other = _flow_server.stop_and_collect(TcpEngine(), spec(port, token="other"), str(tmp_path), wait=1)
         assert "belongs to another run" in other["error"]
-        assert _flow_server._alive(started["pid"])
+        assert _flow_server.alive(started["pid"])
     finally:
         _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path), wait=5)
     assert wait_gone(started["pid"])

@@ -9,8 +9,8 @@ import threading
 import time
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec, wait_until
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec, wait_until
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
 
 ADDR = "127.0.0.1"
 
@@ -173,8 +173,8 @@ def test_wait_until_lands_within_a_millisecond():
 
 CLIENT = r"""
 import json, sys
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_engine import FlowSpec
-from ansible_collections.aifabric.lab.plugins.module_utils._flow_tcp import TcpEngine
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
 port, start_at = int(sys.argv[1]), float(sys.argv[2])
 print(json.dumps(TcpEngine().send(FlowSpec(role="client", address="127.0.0.1", port=port, token="tok",
                                            volume=100000, start_at=start_at, timeout=10))))

@@ -17,8 +17,8 @@ import os
 import signal
 import time
 
-from ._flow_module_io import write_json_atomic
-from ._flow_tcp import token_bytes
+from .._flow_module_io import write_json_atomic
+from .tcp import token_bytes
 
 DEFAULT_STATE_DIR = "/run/aifabric-lab"
 
@@ -33,7 +33,10 @@ def paths(state_dir, spec):
     return base + ".json", base + ".pid"
 
 
-def _alive(pid):
+def alive(pid):
+    """Whether process ``pid`` runs (a zombie does not)."""
+    if not pid:
+        return False
     try:
         with open("/proc/%d/status" % pid) as handle:
             for line in handle:
@@ -103,9 +106,9 @@ def stop_and_collect(engine, spec, state_dir=DEFAULT_STATE_DIR, wait=10.0, kill=
     pid = (info or {}).get("pid")
     if pid:
         grace = time.time() + 2.0
-        while _alive(pid) and time.time() < grace:
+        while alive(pid) and time.time() < grace:
             time.sleep(0.05)
-        if _alive(pid):
+        if alive(pid):
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 try:
                     kill(pid, sig)
@@ -113,9 +116,9 @@ def stop_and_collect(engine, spec, state_dir=DEFAULT_STATE_DIR, wait=10.0, kill=
                     break
                 killed = sig.name
                 end = time.time() + 1.0
-                while _alive(pid) and time.time() < end:
+                while alive(pid) and time.time() < end:
                     time.sleep(0.05)
-                if not _alive(pid):
+                if not alive(pid):
                     break
     if os.path.exists(result_path):
         with open(result_path) as handle:
@@ -137,3 +140,4 @@ def stop_and_collect(engine, spec, state_dir=DEFAULT_STATE_DIR, wait=10.0, kill=
     if killed:
         result["killed"] = killed
     return result
+

@@ -11,12 +11,12 @@ import socket
 import time
 from datetime import datetime
 
-from . import _flow_server
-from ._flow_engine import FlowError, FlowSpec
-from ._flow_module_io import write_json_atomic
-from ._flow_perftest import PerftestEngine
-from ._flow_tcp import TcpEngine
-from ._units import UnitError, parse_rate, parse_size
+from . import server as _flow_server
+from .engine import FlowError, FlowSpec
+from .._flow_module_io import write_json_atomic
+from .perftest import PerftestEngine, PerftestOptions
+from .tcp import TcpEngine
+from .._units import UnitError, parse_rate, parse_size
 
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
@@ -39,6 +39,8 @@ ARGUMENT_SPEC = dict(
     duration=dict(type="float"),
     start_at=dict(type="raw"),
     start_tolerance=dict(type="float", default=0.001),
+    strict_start=dict(type="bool", default=False),
+    streams=dict(type="int", default=1),
     timeout=dict(type="float", default=300.0),
     interval=dict(type="float", default=1.0),
     expected_clients=dict(type="int", default=1),
@@ -96,6 +98,8 @@ def build_spec(params, now=None):
     for key in ("timeout", "interval", "stop_wait"):
         if params[key] <= 0:
             raise FlowError("%s: %s must be more than 0 seconds" % (key, params[key]))
+    if params.get("streams", 1) < 1:
+        raise FlowError("streams: %s must be 1 or more (parallel connections of one flow)" % params["streams"])
     if params["start_tolerance"] < 0:
         raise FlowError("start_tolerance: %s must be 0 or more seconds" % params["start_tolerance"])
     spec = FlowSpec(
@@ -107,17 +111,20 @@ def build_spec(params, now=None):
         timeout=params["timeout"],
         interval=params["interval"],
         start_tolerance=params["start_tolerance"],
+        strict_start=params.get("strict_start", False),
+        streams=params.get("streams", 1),
     )
     if not params["token"]:
         raise FlowError("token: must not be empty; use one random token per run, the same on servers and clients")
     if params.get("engine") == "perftest":
-        spec.extra = {key: params.get(key) for key in ("tool", "device", "ib_port", "gid_index", "msg_size", "qps",
-                                                       "rdma_cm")}
+        spec.perftest = PerftestOptions.from_params(params)
         if params.get("rate_limit"):
             try:
-                spec.extra["rate_limit_gbps"] = parse_rate(params["rate_limit"], "rate_limit") / 1e9
+                spec.perftest.rate_limit_gbps = parse_rate(params["rate_limit"], "rate_limit") / 1e9
             except UnitError as exc:
                 raise FlowError(str(exc)) from None
+        if spec.streams != 1:
+            raise FlowError("streams: the perftest engine runs parallel queue pairs instead (qps)")
         if not params.get("device"):
             raise FlowError("device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
     elif params.get("rate_limit"):

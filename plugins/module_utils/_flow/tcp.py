@@ -26,7 +26,8 @@ import struct
 import threading
 import time
 
-from ._flow_engine import FlowEngine, FlowSpec, refuse_if_late, wait_until
+from .clock import realtime, sleep_until
+from .engine import ClientFlow, FlowEngine, FlowSpec, refuse_if_late, send
 
 MAGIC_HELLO = b"AFL1"
 MAGIC_STOP = b"AFLS"
@@ -69,11 +70,12 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
 
 
 class _Sampler(threading.Thread):
-    """Every ``interval`` seconds, read how many bytes the receiver has acknowledged (TCP_INFO)."""
+    """Every ``interval`` seconds, read how many bytes the receiver has acknowledged on the flow's connections
+    (TCP_INFO), summed over its streams."""
 
-    def __init__(self, sock, t0_wall, interval):
+    def __init__(self, socks, t0_wall, interval):
         super().__init__(daemon=True)
-        self.sock, self.t0, self.interval = sock, t0_wall, interval
+        self.socks, self.t0, self.interval = list(socks), t0_wall, interval
         self.samples = []
         self._stop_event = threading.Event()
 
@@ -85,15 +87,24 @@ class _Sampler(threading.Thread):
             if self._stop_event.wait(max(0.0, target - time.time())):
                 break
             self._take(time.time(), last_t, last_b)
-            last_t, last_b = self.samples[-1]["t"], self.samples[-1]["bytes"]
+            if self.samples:
+                last_t, last_b = self.samples[-1]["t"], self.samples[-1]["bytes"]
             n += 1
+
+    def _read(self):
+        acked = retrans = rtt = 0
+        for sock in self.socks:
+            info = tcp_info(sock)
+            acked += info["bytes_acked"] or 0
+            retrans += info["retransmits"]
+            rtt = max(rtt, info["rtt_us"])
+        return acked, retrans, rtt
 
     def _take(self, now, last_t, last_b):
         try:
-            info = tcp_info(self.sock)
+            acked, retrans, rtt = self._read()
         except OSError:
             return
-        acked = info["bytes_acked"] or 0
         t = now - self.t0
         span = t - last_t
         self.samples.append(
@@ -101,8 +112,8 @@ class _Sampler(threading.Thread):
                 "t": round(t, 6),
                 "bytes": acked,
                 "gbps": round((acked - last_b) * 8 / span / 1e9, 6) if span > 0 else 0.0,
-                "retransmits": info["retransmits"],
-                "rtt_us": info["rtt_us"],
+                "retransmits": retrans,
+                "rtt_us": rtt,
             }
         )
 
@@ -112,7 +123,7 @@ class _Sampler(threading.Thread):
         last_t = self.samples[-1]["t"] if self.samples else 0.0
         last_b = self.samples[-1]["bytes"] if self.samples else 0
         try:
-            acked = tcp_info(self.sock)["bytes_acked"] or 0
+            acked = self._read()[0]
         except OSError:
             acked = last_b
         # the last word is the flow's end: a periodic sample that fell just before the final ACKs is not it
@@ -125,27 +136,7 @@ class _Sampler(threading.Thread):
         return self.samples
 
 
-_FIRST_SEND = 65536  # the first bytes at the start instant: small, so every host's first byte leaves at once
-
-
-def enter_realtime():
-    """SCHED_FIFO for the start instant: an RT task has zero timer slack and pre-empts normal tasks when it wakes,
-    so N clients on few cores all send their first bytes within microseconds instead of one timeslice after another.
-    Returns the previous (policy, priority) to restore, or None when the host does not allow it (not root)."""
-    try:
-        previous = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-        return previous
-    except (AttributeError, OSError):
-        return None
-
-
-def leave_realtime(previous):
-    if previous is not None:
-        try:
-            os.sched_setscheduler(0, previous[0], os.sched_param(previous[1]))
-        except OSError:
-            pass
+_FIRST_SEND = 9000  # the first bytes at the start instant: one jumbo frame, so every host's first byte leaves at once
 
 
 def _zero_fd(size: int) -> int:
@@ -154,126 +145,72 @@ def _zero_fd(size: int) -> int:
     return fd
 
 
-class TcpEngine(FlowEngine):
-    name = "tcp"
+def _split(volume, streams):
+    """Per-stream volumes: as even as bytes allow, the first streams one byte more."""
+    if volume is None:
+        return [None] * streams
+    base, extra = divmod(volume, streams)
+    return [base + (1 if i < extra else 0) for i in range(streams)]
 
-    # ------------------------------------------------------------------ client
-    def send(self, spec: FlowSpec) -> dict:
-        result = {
-            "engine": self.name,
-            "role": "client",
-            "flow_id": spec.flow_id,
-            "peer": spec.address,
-            "port": spec.port,
-            "start_at": spec.start_at,
-            "volume_bytes": spec.volume,
-            "duration_target_s": spec.duration,
-            "bytes": 0,
-            "status": "error",
-            "error": None,
+
+class TcpClient(ClientFlow):
+    """One client flow of the tcp engine: ``spec.streams`` connections admitted by the server before the instant,
+    the payload sent with ``sendfile`` from zero pages from the instant on."""
+
+    def __init__(self, spec: FlowSpec):
+        self.spec = spec
+        self.socks = []
+        self.zero_fd = None
+        self._aborted = None
+        self._lock = threading.Lock()
+        self.result = {
+            "engine": TcpEngine.name, "role": "client", "flow_id": spec.flow_id, "peer": spec.address,
+            "port": spec.port, "volume_bytes": spec.volume, "duration_target_s": spec.duration,
+            "streams": spec.streams, "bytes": 0, "status": "error", "error": None,
         }
-        deadline = spec.start_at + spec.timeout
-        sock = None
-        zero_fd = None
-        try:
-            sock = self._connect(spec, result)
+
+    # -- arming -----------------------------------------------------------------------------------------------
+    def arm(self, deadline):
+        spec = self.spec
+        volumes = _split(spec.volume, spec.streams)
+        if spec.volume is not None and min(volumes) < 1:
+            self.result["error"] = "streams: %d streams for %d bytes leaves a stream empty; use fewer streams" % (
+                spec.streams, spec.volume)
+            return False
+        for i, volume in enumerate(volumes):
+            name = spec.flow_id if spec.streams == 1 else "%s#%d" % (spec.flow_id, i + 1)
+            sock = self._connect(name, volume, deadline)
             if sock is None:
-                return result
-            zero_fd = _zero_fd(min(_ZERO_FILE_SIZE, spec.volume or _ZERO_FILE_SIZE))
-            arrived = time.time()
-            result["arrived_at"] = arrived
-            if refuse_if_late(result, spec, arrived, "arrived"):
-                return result
-            if spec.start_at - time.time() > 0.05:
-                time.sleep(spec.start_at - time.time() - 0.05)
-            previous = enter_realtime()
-            try:
-                start = wait_until(spec.start_at, spin=0.0 if previous is not None else 0.003)
-                if refuse_if_late(result, spec, start, "woke"):
-                    return result
-                first = os.sendfile(sock.fileno(), zero_fd, 0, min(_FIRST_SEND, spec.volume or _FIRST_SEND))
-            finally:
-                leave_realtime(previous)
-            result["start"] = start
-            result["late_s"] = round(start - spec.start_at, 6)
-            result["realtime_start"] = previous is not None
-            watchdog = threading.Timer(max(0.0, deadline - time.time()), self._abort, (sock,))
-            watchdog.daemon = True
-            watchdog.start()
-            sampler = _Sampler(sock, start, spec.interval)
-            sampler.start()
-            try:
-                sent = self._pump(sock, zero_fd, spec, start, first)
-                result["first_byte"] = start
-                result["bytes_sent"] = sent
-                if spec.volume is None:
-                    sock.shutdown(socket.SHUT_WR)
-                done = _recv_exact(sock, _DONE.size)
-                acked = time.time()
-            finally:
-                watchdog.cancel()
-            samples = sampler.finish(acked)
-            received, srv_first, srv_last = _DONE.unpack(done)
-            info = tcp_info(sock)
-            duration = acked - start
-            result.update(
-                {
-                    "bytes": received,
-                    "last_byte_acked": acked,
-                    "duration_s": round(duration, 6),
-                    "completion_s": round(acked - spec.start_at, 6),
-                    "gbps": round(received * 8 / duration / 1e9, 6) if duration > 0 else 0.0,
-                    "server_first_byte": srv_first,
-                    "server_last_byte": srv_last,
-                    "retransmits": info["retransmits"],
-                    "rtt_us": info["rtt_us"],
-                    "samples": samples,
-                }
-            )
-            if spec.volume is not None and received != spec.volume:
-                result["error"] = "the server received %d of %d bytes" % (received, spec.volume)
-            else:
-                result["status"] = "ok"
-        except (OSError, ConnectionError) as exc:
-            if time.time() >= deadline:
-                result["status"] = "timeout"
-                result["error"] = "flow did not complete within timeout=%ss (%s)" % (spec.timeout, exc)
-            else:
-                result["error"] = "%s: %s" % (type(exc).__name__, exc)
-            result["bytes"] = result.get("bytes_sent", result["bytes"])
-        finally:
-            if sock is not None:
-                sock.close()
-            if zero_fd is not None:
-                os.close(zero_fd)
-        return result
+                self.close()
+                return False
+            self.socks.append(sock)
+        self._volumes = volumes
+        self.zero_fd = _zero_fd(min(_ZERO_FILE_SIZE, max(v or _ZERO_FILE_SIZE for v in volumes)))
+        return True
 
-    @staticmethod
-    def _abort(sock):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def _connect(self, spec, result):
-        """Connect and pass the HELLO before the start instant, retrying while the server comes up."""
-        flow_id = spec.flow_id.encode("utf-8")[:512]
-        hello = MAGIC_HELLO + token_bytes(spec.token) + _HELLO_TAIL.pack(spec.volume or 0, len(flow_id)) + flow_id
+    def _connect(self, name, volume, deadline):
+        """Connect and pass the HELLO, retrying while the server comes up, until ``deadline``."""
+        spec = self.spec
+        flow_id = name.encode("utf-8")[:512]
+        hello = MAGIC_HELLO + token_bytes(spec.token) + _HELLO_TAIL.pack(volume or 0, len(flow_id)) + flow_id
         last_error = None
-        give_up = spec.start_at if spec.start_at > time.time() else time.time() + 1.0
         while True:
+            if self._aborted:
+                self.result["error"] = self._aborted
+                return None
             sock = socket.socket(socket.AF_INET6 if ":" in spec.address else socket.AF_INET, socket.SOCK_STREAM)
             try:
                 if spec.source:
                     sock.bind((spec.source, 0))
-                sock.settimeout(max(0.2, give_up - time.time()))
+                sock.settimeout(max(0.2, min(5.0, deadline - time.time())))
                 sock.connect((spec.address, spec.port))
                 sock.sendall(hello)
                 answer = _recv_exact(sock, 2)
                 if answer != b"OK":
                     reason = sock.recv(512).decode("utf-8", "replace")
                     sock.close()
-                    result["error"] = "the server at %s:%d refused the flow: %s" % (spec.address, spec.port, reason)
+                    self.result["error"] = "the server at %s:%d refused the flow: %s" % (spec.address, spec.port,
+                                                                                         reason)
                     return None
                 sock.settimeout(None)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -281,22 +218,103 @@ class TcpEngine(FlowEngine):
             except (OSError, ConnectionError) as exc:
                 sock.close()
                 last_error = exc
-            if time.time() + 0.05 >= give_up:
-                result["error"] = (
-                    "no flow server answered at %s:%d before the start instant (%s). Start the servers of a step "
-                    "before its clients, and check the address and port." % (spec.address, spec.port, last_error)
-                )
+            if time.time() + 0.05 >= deadline:
+                self.result["error"] = (
+                    "no flow server answered at %s:%d before the flow had to be armed (%s). Is the server's host "
+                    "part of the step, and are the address and port right?" % (spec.address, spec.port, last_error))
                 return None
             time.sleep(0.05)
 
-    @staticmethod
-    def _pump(sock, zero_fd, spec, start, sent=0):
-        size = os.fstat(zero_fd).st_size
+    # -- firing -----------------------------------------------------------------------------------------------
+    def fire(self, at):
+        spec, result = self.spec, self.result
+        result["start_at"] = at
+        deadline = at + spec.timeout
+        watchdog = threading.Timer(max(0.0, deadline - time.time()), self.abort,
+                                   ("flow did not complete within timeout=%ss" % spec.timeout,))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            with realtime() as rt:
+                start = sleep_until(at)
+                if refuse_if_late(result, spec, start, at):
+                    return result
+                firsts = [os.sendfile(s.fileno(), self.zero_fd, 0, min(_FIRST_SEND, v or _FIRST_SEND))
+                          for s, v in zip(self.socks, self._volumes)]
+            result.update(start=start, first_byte=start, late_s=round(start - at, 6), realtime_start=rt)
+            sampler = _Sampler(self.socks, start, spec.interval)
+            sampler.start()
+            outcomes = [None] * len(self.socks)
+            if len(self.socks) == 1:
+                outcomes[0] = self._stream(0, start, firsts[0])
+            else:
+                threads = [threading.Thread(target=lambda i=i: outcomes.__setitem__(i, self._stream(i, start,
+                                                                                                   firsts[i])),
+                                            daemon=True) for i in range(len(self.socks))]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+            errors = [o for o in outcomes if isinstance(o, BaseException)]
+            if errors:
+                raise errors[0]
+            acked = max(o[3] for o in outcomes)
+            samples = sampler.finish(acked)
+            received = sum(o[0] for o in outcomes)
+            info = [tcp_info(s) for s in self.socks]
+            duration = acked - start
+            result.update(
+                bytes=received,
+                bytes_sent=sum(o[4] for o in outcomes),
+                last_byte_acked=acked,
+                duration_s=round(duration, 6),
+                completion_s=round(acked - at, 6),
+                gbps=round(received * 8 / duration / 1e9, 6) if duration > 0 else 0.0,
+                server_first_byte=min(o[1] for o in outcomes),
+                server_last_byte=max(o[2] for o in outcomes),
+                retransmits=sum(i["retransmits"] for i in info),
+                rtt_us=max(i["rtt_us"] for i in info),
+                samples=samples,
+            )
+            if spec.streams > 1:
+                result["stream_completion_s"] = [round(o[3] - at, 6) for o in outcomes]
+            if spec.volume is not None and received != spec.volume:
+                result["error"] = "the server received %d of %d bytes" % (received, spec.volume)
+            else:
+                result["status"] = "ok"
+        except (OSError, ConnectionError) as exc:
+            if self._aborted:
+                timed_out = "timeout=" in self._aborted
+                result["status"] = "timeout" if timed_out else "aborted"
+                result["error"] = "%s (%s)" % (self._aborted, exc)
+            else:
+                result["error"] = "%s: %s" % (type(exc).__name__, exc)
+            result["bytes"] = result.get("bytes_sent", result["bytes"])
+        finally:
+            watchdog.cancel()
+        return result
+
+    def _stream(self, i, start, sent):
+        """Send stream ``i``'s share and wait for the receiver's DONE: (received, first, last, acked, sent)."""
+        try:
+            sock = self.socks[i]
+            sent = self._pump(sock, self._volumes[i], start, sent)
+            if self._volumes[i] is None:
+                sock.shutdown(socket.SHUT_WR)
+            done = _recv_exact(sock, _DONE.size)
+            acked = time.time()
+            received, first, last = _DONE.unpack(done)
+            return received, first, last, acked, sent
+        except (OSError, ConnectionError) as exc:
+            return exc
+
+    def _pump(self, sock, volume, start, sent):
+        size = os.fstat(self.zero_fd).st_size
         fileno = sock.fileno()
-        end = start + spec.duration if spec.duration is not None else None
+        end = start + self.spec.duration if self.spec.duration is not None else None
         while True:
-            if spec.volume is not None:
-                left = spec.volume - sent
+            if volume is not None:
+                left = volume - sent
                 if left <= 0:
                     return sent
             else:
@@ -305,12 +323,44 @@ class TcpEngine(FlowEngine):
                 left = _CHUNK
             offset = sent % size
             count = min(left, _CHUNK, size - offset)
-            n = os.sendfile(fileno, zero_fd, offset, count)
+            n = os.sendfile(fileno, self.zero_fd, offset, count)
             if n == 0:
                 raise ConnectionError("the connection closed after %d bytes" % sent)
             sent += n
 
+    def abort(self, reason):
+        with self._lock:
+            if self._aborted is None:
+                self._aborted = reason
+            for sock in self.socks:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        for sock in self.socks:
+            sock.close()
+        self.socks = []
+        if self.zero_fd is not None:
+            os.close(self.zero_fd)
+            self.zero_fd = None
+
+
+class TcpEngine(FlowEngine):
+    name = "tcp"
+
+    def client(self, spec: FlowSpec) -> TcpClient:
+        return TcpClient(spec)
+
+    def send(self, spec: FlowSpec) -> dict:
+        """One flow in fixed-instant mode (the plain ``flow`` module): arm, then fire at ``spec.start_at``."""
+        return send(self, spec)
+
     # ------------------------------------------------------------------ server
+    def ready(self, spec, listener=None):
+        return True  # the listener is bound and listening before the server runs
+
     @staticmethod
     def listen(spec: FlowSpec) -> socket.socket:
         """Bind and listen on the server's address (raises OSError: address not here, port taken...)."""
@@ -324,8 +374,9 @@ class TcpEngine(FlowEngine):
             raise
         return listener
 
-    def serve(self, spec: FlowSpec, listener: socket.socket | None = None) -> dict:
-        """Receive the step's flows; ``listener`` is an already bound socket (a background server binds first)."""
+    def serve(self, spec: FlowSpec, listener: socket.socket | None = None, stop=None) -> dict:
+        """Receive the step's flows; ``listener`` is an already bound socket (a background server binds first);
+        ``stop`` (a threading.Event) ends it early, as a STOP request does."""
         result = {
             "engine": self.name,
             "role": "server",
@@ -340,7 +391,7 @@ class TcpEngine(FlowEngine):
         token = token_bytes(spec.token)
         deadline = time.time() + spec.timeout
         lock = threading.Lock()
-        stop = threading.Event()
+        stop = stop if stop is not None else threading.Event()
         workers = []
         try:
             if listener is None:

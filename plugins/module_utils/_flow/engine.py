@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The seam every flow engine plugs into (``tcp``, ``perftest``): exactly what the servers and clients call.
+
+A client flow is *armed* first (connected, admitted by its server, buffers ready: everything that takes an unknown
+time) and *fired* later at a start instant; the synchronized step (``step.py``) arms every flow of a step, waits for
+the rendezvous and fires them all at one instant. The plain ``flow`` module arms and fires one flow itself.
+
+Engines never call ``fail_json``: a flow that did not complete is a *result* with ``status`` other than ``ok`` and an
+``error`` sentence, so the barrier analysis sees every worker, failed ones included.
+
+Lateness is measured, not refused: ``late_s`` is the start minus the instant, and the completion counts from the
+instant, so a late start is inside the figure. Only ``strict_start`` refuses a flow later than ``start_tolerance``.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from dataclasses import dataclass
+
+__all__ = ["FlowSpec", "FlowEngine", "ClientFlow", "FlowError", "refuse_if_late", "send"]
+
+
+class FlowError(Exception):
+    """Bad input for an engine; the message names the parameter and the fix."""
+
+
+@dataclass
+class FlowSpec:
+    role: str  # server | client
+    address: str  # server: bind address; client: server address
+    port: int
+    token: str
+    flow_id: str = ""
+    volume: int | None = None  # bytes (client); None with duration
+    duration: float | None = None  # seconds (client)
+    start_at: float | None = None  # wall-clock epoch seconds (client, fixed-instant mode)
+    start_tolerance: float = 0.001  # strict_start: the most a flow may start late
+    strict_start: bool = False  # refuse to start later than start_tolerance (else record late_s and go)
+    timeout: float = 120.0
+    interval: float = 1.0
+    expected_clients: int = 1  # server: connections (a client flow with N streams makes N)
+    max_bytes: int | None = None  # server: per connection
+    source: str | None = None  # client: local bind address
+    streams: int = 1  # client: parallel connections (tcp) for one flow; the volume is split between them
+    perftest: object = None  # a PerftestOptions, with the perftest engine
+
+
+class ClientFlow(abc.ABC):
+    """One client flow: ``arm`` before the instant, ``fire`` at it. ``result`` holds what is known so far."""
+
+    result: dict
+
+    @abc.abstractmethod
+    def arm(self, deadline: float) -> bool:
+        """Get ready (connect, be admitted, prepare buffers), retrying until ``deadline`` (epoch s). True when armed;
+        else ``result`` says why."""
+
+    @abc.abstractmethod
+    def fire(self, at: float) -> dict:
+        """Wait for the instant ``at`` (host clock, epoch s) without spinning, send, time it; return the result."""
+
+    @abc.abstractmethod
+    def abort(self, reason: str) -> None:
+        """End an armed or running flow now (another thread calls this); its result says ``reason``."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release sockets, processes and buffers."""
+
+
+class FlowEngine(abc.ABC):
+    """A flow engine: servers that receive a step's flows, clients that arm and fire."""
+
+    name = "abstract"
+
+    @abc.abstractmethod
+    def listen(self, spec: FlowSpec):
+        """Checks and binds what a server needs before it runs (raises OSError with the reason). Returns the bound
+        listener, or None for engines whose tool listens by itself."""
+
+    @abc.abstractmethod
+    def serve(self, spec: FlowSpec, listener=None, stop=None) -> dict:
+        """Receive the flows of one step until ``spec.expected_clients`` are done, ``stop`` (a threading.Event) is
+        set, or ``spec.timeout`` passes."""
+
+    @abc.abstractmethod
+    def ready(self, spec: FlowSpec, listener=None) -> bool:
+        """Whether a started server accepts its clients now (perftest: its processes are listening)."""
+
+    @abc.abstractmethod
+    def client(self, spec: FlowSpec) -> ClientFlow:
+        """A client flow to arm and fire."""
+
+    @abc.abstractmethod
+    def stop(self, spec: FlowSpec) -> dict:
+        """Ask a running server of this run (same token) at ``spec.address:spec.port`` to end now."""
+
+
+def refuse_if_late(result, spec, start, at):
+    """With ``spec.strict_start``, mark ``result`` late and return True when ``start`` is more than
+    ``start_tolerance`` after the instant ``at``. Without it a flow is never refused: ``late_s`` records it."""
+    late = start - at
+    if not spec.strict_start or late <= spec.start_tolerance:
+        return False
+    result.update(status="late", late_s=round(late, 6),
+                  error="started %.6f s after the start instant, more than start_tolerance=%.6f s with strict_start; "
+                        "refused so the step's flows stay synchronized" % (late, spec.start_tolerance))
+    return True
+
+
+def send(engine: FlowEngine, spec: FlowSpec) -> dict:
+    """One flow in fixed-instant mode: arm until ``spec.start_at`` (or 1 s more when it has passed), fire at it."""
+    flow = engine.client(spec)
+    try:
+        now = time.time()
+        if not flow.arm(spec.start_at if spec.start_at > now else now + 1.0):
+            return flow.result
+        flow.result["armed_at"] = time.time()
+        return flow.fire(spec.start_at)
+    finally:
+        flow.close()

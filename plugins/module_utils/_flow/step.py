@@ -1,0 +1,456 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One host's part of a synchronized step, run in the background: servers, armed clients, the rendezvous.
+
+``start`` checks everything that can be checked and binds every listening socket in the module's own process (so a
+taken port or a missing address fails the task with the reason), then hands them to a daemon (double fork, new
+session, stdio on /dev/null) and returns at once: the controller's dispatch time is off the critical path, because
+nothing fires until every host has armed. The daemon:
+
+1. snapshots the host's counters (the wire's books before),
+2. runs its servers, and the coordinator when this host coordinates the rendezvous,
+3. connects to the rendezvous, arms its client flows (connected and admitted by their servers) and says so,
+4. on ``fire`` waits for the instant on an absolute timer (no spin) and sends; on ``abort`` ends its flows,
+5. waits for its servers, snapshots the counters again, writes its result on the host (atomically: nothing measured
+   is lost) and sends it to the coordinator, which acknowledges it (then the host's copy is removed).
+
+``collect`` (on the coordinating host) waits for the coordinator's record of the whole step: every host's results,
+arm and fire times, the measured margin and clock offsets. ``stop`` (a failed step's cleanup, on any host) ends the
+host's daemon by its PID and returns what it had.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from .. import _tc  # noqa: F401  imported before the fork: the daemon outlives the module's zip file
+from .._counters import snapshot
+from .._flow_module_io import write_json_atomic
+from .clock import set_normal, set_realtime, tight_timers
+from .engine import FlowSpec
+from .perftest import PerftestEngine
+from .rendezvous import Coordinator, Party, RendezvousError, control_abort
+from .server import alive, run_id
+from .tcp import TcpEngine
+
+__all__ = ["HostPart", "start", "collect", "stop", "ENGINES", "paths", "record_path"]
+
+ENGINES = {cls.name: cls for cls in (TcpEngine, PerftestEngine)}
+# Everything the daemon runs is imported above, before the fork: Ansible removes the module's zip file (where these
+# modules come from) as soon as the task returns, and a lazy import in the daemon would then fail.
+GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass
+class HostPart:
+    party: str
+    token: str
+    engine: str
+    servers: list = field(default_factory=list)  # FlowSpec
+    clients: list = field(default_factory=list)  # (FlowSpec, annotations)
+    counters: dict | None = None  # {netdevs, qdiscs, rdma_devices, interface}
+    rendezvous: dict = field(default_factory=dict)  # {host, address, port, parties, expected_flows, start_at}
+    arm_timeout: float = 60.0
+    timeout: float = 300.0
+    step: str | None = None
+
+    @property
+    def run(self):
+        return run_id(self.token)
+
+    @property
+    def coordinates(self):
+        return self.rendezvous.get("host") == self.party
+
+
+def paths(state_dir, run, party):
+    """The host's result file and PID file for one step."""
+    base = os.path.join(state_dir, "step-%s-%s" % (run[:16], _SAFE.sub("_", party)))
+    return base + ".json", base + ".pid"
+
+
+def record_path(state_dir, run):
+    return os.path.join(state_dir, "step-%s.rendezvous.json" % run[:16])
+
+
+def _counters(spec):
+    """A snapshot of the host's counters (see the port_counters module), or the reason it could not be taken."""
+    try:
+        if spec.get("qdiscs"):
+            # pyroute2 is imported here, not with this file: it costs a tenth of a second, which every host's task
+            # would pay, and only a host with a tc throttle reads qdiscs. (It comes from the host's site-packages,
+            # never from the module's zip file, so importing it in the daemon is safe.)
+            try:
+                from pyroute2 import IPRoute
+            except ImportError:
+                return {"error": "pyroute2 is not installed on this host; qdisc counters need it"}
+            with IPRoute() as ipr:
+                return snapshot(rdma=spec.get("rdma_devices") or [], netdevs=spec.get("netdevs") or [],
+                                qdiscs=spec["qdiscs"], ipr=ipr)
+        return snapshot(rdma=spec.get("rdma_devices") or [], netdevs=spec.get("netdevs") or [])
+    except Exception as exc:  # noqa: BLE001  a counter that cannot be read must not cost the flows
+        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+
+
+# --------------------------------------------------------------------------------------------------- the daemon
+class _Daemon:
+    def __init__(self, part, listeners, coordinator_listener, arm_deadline, state_dir):
+        self.part = part
+        self.state_dir = state_dir
+        self.listeners = listeners
+        self.coordinator_listener = coordinator_listener
+        self.arm_deadline = arm_deadline
+        self.engine = ENGINES[part.engine]()
+        self.stop = threading.Event()
+        self.abort_reason = None
+        self.flows = [self.engine.client(spec) for spec, _ann in part.clients]
+        self.fired = [None] * len(self.flows)
+        self.fire_event = threading.Event()
+        self.fire_at = None
+        self.threads = []
+        self.out = {"host": part.party, "step": part.step, "engine": part.engine, "status": "error", "error": None,
+                    "servers": [], "clients": [], "pid": os.getpid(), "started_at": time.time()}
+
+    def abort(self, reason):
+        if self.abort_reason is None:
+            self.abort_reason = reason
+        self.stop.set()
+        self.fire_event.set()
+        for flow in self.flows:
+            flow.abort(reason)
+
+    def run(self):
+        part, out = self.part, self.out
+        tight_timers()
+        # a woken thread waits for the GIL at most this long (Python's default is 5 ms)
+        sys.setswitchinterval(0.0005)
+        signal.signal(signal.SIGTERM, lambda *_: self.abort(
+            "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"))
+        if part.counters is not None:
+            out["counters"] = {"before": _counters(part.counters), "interface": part.counters.get("interface"),
+                               "engine": part.engine}
+        coordinator = None
+        if self.coordinator_listener is not None:
+            coordinator = threading.Thread(target=self._coordinate, daemon=True)
+            coordinator.start()
+        servers = []
+        server_results = [None] * len(part.servers)
+        for i, (spec, listener) in enumerate(zip(part.servers, self.listeners)):
+            thread = threading.Thread(target=self._serve, args=(i, spec, listener, server_results), daemon=True)
+            thread.start()
+            servers.append(thread)
+        party = Party(part.rendezvous["address"], part.rendezvous["port"], part.run, part.party)
+        try:
+            self._ready(part.servers)
+            party.connect(self.arm_deadline, aborted=lambda: self.abort_reason)
+            outcome = self._arm(party)
+            self.fire_received = time.time()
+            if outcome[0] == "fire":
+                self._fire(party, outcome[1])
+            else:
+                self.abort(outcome[1])
+                out["error"] = "not started: %s" % outcome[1]
+        except RendezvousError as exc:
+            self.abort(str(exc))
+            out["error"] = "not started: %s" % exc
+        # the servers end when their flows are done; after an abort, at once
+        while any(t.is_alive() for t in servers):
+            if self.stop.is_set():
+                for t in servers:
+                    t.join(5.0)
+                break
+            reason = party.poll_abort(0.2)
+            if reason:
+                self.abort(reason)
+        # This thread stayed real-time from the arming on, blocked on the rendezvous socket nearly all the time: had it
+        # turned normal while holding the GIL, a real-time thread of this process (the flows woken for the instant,
+        # the coordinator sending the fire) would wait behind every normal process of the host for it.
+        set_normal()
+        out["servers"] = [r for r in server_results if r is not None]
+        if part.counters is not None:
+            out["counters"]["after"] = _counters(part.counters)
+        self._verdict()
+        out["ended_at"] = time.time()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        out["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)  # this host's part, from its start to here
+        result_path, pid_path = paths(self.state_dir, part.run, part.party)
+        write_json_atomic(result_path, out)
+        if party.report(out, wait=0.5 if self.stop.is_set() else 10.0):
+            out["reported"] = True
+            os.unlink(result_path)
+        party.close()
+        if coordinator is not None:
+            coordinator.join()
+        if os.path.exists(pid_path) and not os.path.exists(result_path):
+            os.unlink(pid_path)
+
+    def _serve(self, i, spec, listener, results):
+        try:
+            results[i] = self.engine.serve(spec, listener, stop=self.stop)
+        except Exception as exc:  # noqa: BLE001  a server that crashed still leaves a result
+            results[i] = {"role": "server", "address": spec.address, "port": spec.port, "status": "error",
+                          "error": "server crashed: %r" % (exc,), "flows": []}
+
+    def _ready(self, servers):
+        for spec in servers:
+            while not self.engine.ready(spec):
+                if time.time() > self.arm_deadline or self.abort_reason:
+                    raise RendezvousError("the %s server on port %d never listened" % (self.engine.name, spec.port))
+                time.sleep(0.02)
+
+    def _arm(self, party):
+        results = [False] * len(self.flows)
+
+        def arm(i):
+            results[i] = self.flows[i].arm(self.arm_deadline)
+
+        threads = [threading.Thread(target=arm, args=(i,), daemon=True) for i in range(len(self.flows))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        failed = [f for f, ok in zip(self.flows, results) if not ok]
+        self.out["armed_at"] = time.time()
+        # from here until the fire this thread only blocks on the rendezvous: real-time, so that probes and the fire
+        # are answered the moment they arrive, whatever else the host is busy with
+        self.out["realtime"] = set_realtime()
+        # the flows' threads exist before the fire, so that firing is one wake-up, not a thread start
+        self.threads = [threading.Thread(target=self._flow_thread, args=(i,), daemon=True)
+                        for i in range(len(self.flows))]
+        for thread in self.threads:
+            thread.start()
+        if failed:
+            party.send("arm_failed", error="; ".join("flow %s: %s" % (f.result["flow_id"], f.result["error"])
+                                                     for f in failed))
+        else:
+            party.send("armed", t=self.out["armed_at"], flows=[f.result["flow_id"] for f in self.flows])
+        return party.wait_fire(self.arm_deadline + 120.0, aborted=lambda: self.abort_reason)
+
+    def _fire(self, party, msg):
+        at = float(msg["at"])
+        self.out["fire"] = {k: msg.get(k) for k in ("at", "at_coordinator", "offset_s", "margin_s")}
+        self.out["fire"]["ahead_s"] = round(at - self.fire_received, 6)
+        self.fire_at = at
+        self.fire_event.set()
+        while any(t.is_alive() for t in self.threads):
+            reason = party.poll_abort(0.2)
+            if reason:
+                self.abort(reason)
+                for thread in self.threads:
+                    thread.join()
+        self._gather()
+
+    def _gather(self):
+        for i, (flow, (_spec, annotations)) in enumerate(zip(self.flows, self.part.clients)):
+            result = self.fired[i] if self.fired[i] is not None else flow.result
+            result["annotations"] = annotations
+            self.out["clients"].append(result)
+            flow.close()
+
+    def _flow_thread(self, i):
+        """Armed flow ``i``: waits for the fire (a futex, no spin), then for the instant (an absolute timer), real-time
+        until its first bytes are sent (the flow's ``fire`` drops it)."""
+        set_realtime()
+        self.fire_event.wait()
+        if self.fire_at is None:
+            set_normal()
+            return
+        # how far ahead of the instant the fire reached this host (negative: it came late, and so did the flow)
+        self.flows[i].result["fire_ahead_s"] = round(self.fire_at - self.fire_received, 6)
+        try:
+            self.fired[i] = self.flows[i].fire(self.fire_at)
+        except Exception as exc:  # noqa: BLE001  one flow's crash is its result, not the host's
+            self.fired[i] = dict(self.flows[i].result, status="error", error="flow crashed: %r" % (exc,))
+
+    def _verdict(self):
+        out = self.out
+        if not self.out["clients"]:
+            for flow, (_spec, annotations) in zip(self.flows, self.part.clients):
+                flow.result.setdefault("error", None)
+                flow.result["status"] = "not_started"
+                flow.result["error"] = flow.result.get("error") or out.get("error") or self.abort_reason
+                flow.result["annotations"] = annotations
+                out["clients"].append(flow.result)
+                flow.close()
+        bad = ["flow %s: %s" % (c.get("flow_id"), c.get("error")) for c in out["clients"] if c.get("status") != "ok"]
+        bad += ["server %s:%s: %s" % (s.get("address"), s.get("port"), s.get("error"))
+                for s in out["servers"] if s.get("status") != "ok"]
+        if out["error"] is None and (bad or self.abort_reason):
+            out["error"] = "; ".join(bad) or self.abort_reason
+        if out["error"] is None:
+            out["status"] = "ok"
+
+    def _coordinate(self):
+        part = self.part
+        record = {"status": "error", "error": "the coordinator crashed"}
+        try:
+            coordinator = Coordinator(self.coordinator_listener, part.run, part.rendezvous["parties"],
+                                      self.arm_deadline, part.timeout, start_at=part.rendezvous.get("start_at"),
+                                      grace=GRACE)
+            record = coordinator.run()
+        except Exception as exc:  # noqa: BLE001  the controller must get a record whatever happened
+            record["error"] = "the coordinator crashed: %r" % (exc,)
+        record["step"] = part.step
+        record["expected_flows"] = part.rendezvous.get("expected_flows") or {}
+        record["annotations"] = dict(part.rendezvous.get("annotations") or {}, step=part.step)
+        write_json_atomic(record_path(self.state_dir, part.run), record)
+
+
+def start(part, state_dir, arm_timeout=None, bind=None):
+    """Start the host's part in the background; returns its description. Raises OSError when a server or the
+    coordinator cannot listen (with the reason), before anything is started."""
+    engine = ENGINES[part.engine]()
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    result_path, pid_path = paths(state_dir, part.run, part.party)
+    for stale in (result_path, pid_path):
+        if os.path.exists(stale):
+            os.unlink(stale)
+    listeners = []
+    coordinator_listener = None
+    try:
+        for spec in part.servers:
+            listeners.append(engine.listen(spec))
+        if part.coordinates:
+            spec = FlowSpec(role="server", address=part.rendezvous["address"], port=part.rendezvous["port"],
+                            token=part.token, expected_clients=len(part.rendezvous["parties"]))
+            coordinator_listener = TcpEngine.listen(spec)
+            stale = record_path(state_dir, part.run)
+            if os.path.exists(stale):
+                os.unlink(stale)
+    except OSError:
+        for sock in listeners + [coordinator_listener]:
+            if sock is not None:
+                sock.close()
+        raise
+    arm_deadline = time.time() + (arm_timeout if arm_timeout is not None else part.arm_timeout)
+    read_fd, write_fd = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover  (runs in the forked processes; covered by the real-socket tests)
+        try:
+            os.close(read_fd)
+            os.setsid()
+            if os.fork():
+                os._exit(0)
+            os.chdir("/")
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            write_json_atomic(pid_path, {"pid": os.getpid(), "run": part.run, "started_at": time.time()})
+            os.write(write_fd, str(os.getpid()).encode())
+            os.close(write_fd)
+            daemon = _Daemon(part, listeners, coordinator_listener, arm_deadline, state_dir)
+            try:
+                daemon.run()
+            except Exception as exc:  # noqa: BLE001  the daemon must leave a result whatever happens
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                daemon.out.update(status="error", error="the step process crashed: %r (%s:%d)" % (
+                    exc, os.path.basename(where.filename), where.lineno))
+                daemon.out["clients"] = [dict(flow.result, status="error", error=daemon.out["error"],
+                                              annotations=ann) for flow, (_s, ann) in zip(daemon.flows,
+                                                                                          part.clients)]
+                write_json_atomic(result_path, daemon.out)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    for sock in listeners + [coordinator_listener]:
+        if sock is not None:
+            sock.close()
+    os.waitpid(child, 0)
+    pid = int(os.read(read_fd, 32) or b"0")
+    os.close(read_fd)
+    return {"status": "started", "pid": pid, "host": part.party, "coordinates": part.coordinates,
+            "servers": [{"address": s.address, "port": s.port, "expected_clients": s.expected_clients}
+                        for s in part.servers],
+            "clients": [{"flow_id": s.flow_id, "address": s.address, "port": s.port, "streams": s.streams}
+                        for s, _ann in part.clients],
+            "arm_deadline": arm_deadline}
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def collect(part, state_dir, wait, missing=()):
+    """On the coordinating host: the step's record, once the coordinator wrote it (at most ``wait`` seconds).
+    ``missing``: hosts the controller knows will never arm (their task failed): the step is aborted at once."""
+    path = record_path(state_dir, part.run)
+    address, port = part.rendezvous["address"], part.rendezvous["port"]
+    if missing:
+        control_abort(address, port, part.run, "%s failed before arming (the controller reported %s failed or "
+                                               "unreachable)" % (", ".join(missing), ", ".join(missing)))
+    deadline = time.time() + wait
+    _result_path, pid_path = paths(state_dir, part.run, part.party)
+    gone_since = None
+    while not os.path.exists(path) and time.time() < deadline:
+        # the coordinating part is gone without a record (its start failed, or it was killed): no use waiting
+        info = _read(pid_path)
+        if info is None or not alive(info.get("pid")):
+            gone_since = gone_since or time.time()
+            if time.time() - gone_since > 2.0:
+                break
+        time.sleep(0.05)
+    record = _read(path)
+    if record is None and gone_since is not None:
+        part_result = _read(_result_path) or {}
+        return {"status": "error", "hosts": {}, "parties": {}, "step": part.step,
+                "expected_flows": part.rendezvous.get("expected_flows") or {},
+                "annotations": dict(part.rendezvous.get("annotations") or {}, step=part.step),
+                "error": "the rendezvous on %s is not running: %s" % (
+                    part.party, part_result.get("error") or "its part of the step was never started, or it ended "
+                                                            "without a record (see that host's task)")}
+    if record is None:
+        control_abort(address, port, part.run, "the controller stopped waiting after %.0f s" % wait)
+        end = time.time() + 15.0
+        while not os.path.exists(path) and time.time() < end:
+            time.sleep(0.05)
+        record = _read(path) or {"status": "error", "hosts": {}, "parties": {},
+                                 "error": "the rendezvous on %s wrote no record within %.0f s (was this host's part "
+                                          "of the step started?)" % (part.party, wait)}
+    if os.path.exists(path):
+        os.unlink(path)
+    record.setdefault("step", part.step)
+    return record
+
+
+def stop(part, state_dir, wait=15.0, kill=os.kill):
+    """End the host's part of a step by its PID (it aborts its flows and writes what it has) and return it."""
+    result_path, pid_path = paths(state_dir, part.run, part.party)
+    info = _read(pid_path)
+    killed = None
+    if info and info.get("run") == part.run and alive(info.get("pid")):
+        pid = info["pid"]
+        for sig, grace in ((signal.SIGTERM, wait), (signal.SIGKILL, 2.0)):
+            try:
+                kill(pid, sig)
+            except ProcessLookupError:
+                break
+            killed = sig.name
+            end = time.time() + grace
+            while alive(pid) and time.time() < end:
+                time.sleep(0.05)
+            if not alive(pid):
+                break
+    out = {"host": part.party, "part": _read(result_path), "signal": killed, "was_running": killed is not None}
+    if part.coordinates:
+        out["step"] = _read(record_path(state_dir, part.run))
+        if os.path.exists(record_path(state_dir, part.run)):
+            os.unlink(record_path(state_dir, part.run))
+    for path in (result_path, pid_path):
+        if os.path.exists(path):
+            os.unlink(path)
+    return out

@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument handling for the ``flow_step`` module: validate, build a HostPart, start, collect or stop."""
+
+from __future__ import annotations
+
+from .. import _units
+from . import step as _step
+from .engine import FlowError, FlowSpec
+from .module import _check_address, parse_instant
+from .perftest import PerftestOptions
+from .server import DEFAULT_STATE_DIR
+
+_PERFTEST = PerftestOptions()
+_SERVER = dict(
+    address=dict(type="str", required=True),
+    port=dict(type="int", required=True),
+    expected_clients=dict(type="int", default=1),
+    max_bytes=dict(type="raw"),
+    volume=dict(type="raw"),
+    duration=dict(type="float"),
+)
+_CLIENT = dict(
+    flow_id=dict(type="str", required=True),
+    address=dict(type="str", required=True),
+    port=dict(type="int", required=True),
+    volume=dict(type="raw"),
+    duration=dict(type="float"),
+    streams=dict(type="int", default=1),
+    source=dict(type="str"),
+    rate_limit=dict(type="str"),
+    annotations=dict(type="dict", default={}),
+)
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", default="started", choices=["started", "collected", "stopped"]),
+    party=dict(type="str", required=True),
+    token=dict(type="str", required=True, no_log=False),
+    step=dict(type="str"),
+    engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
+    perftest=dict(type="dict", default={}, options=dict(
+        tool=dict(type="str", default=_PERFTEST.tool, choices=["ib_write_bw", "ib_read_bw", "ib_send_bw"]),
+        device=dict(type="str"),
+        ib_port=dict(type="int", default=_PERFTEST.ib_port),
+        gid_index=dict(type="int"),
+        msg_size=dict(type="int", default=_PERFTEST.msg_size),
+        qps=dict(type="int", default=_PERFTEST.qps),
+        rdma_cm=dict(type="bool", default=_PERFTEST.rdma_cm),
+    )),
+    servers=dict(type="list", elements="dict", default=[], options=_SERVER),
+    clients=dict(type="list", elements="dict", default=[], options=_CLIENT),
+    rendezvous=dict(type="dict", required=True, options=dict(
+        host=dict(type="str", required=True),
+        address=dict(type="str", required=True),
+        port=dict(type="int", default=18599),
+        parties=dict(type="list", elements="str", required=True),
+        expected_flows=dict(type="dict", default={}),
+        annotations=dict(type="dict", default={}),
+        start_at=dict(type="raw"),
+    )),
+    counters=dict(type="dict", options=dict(
+        interface=dict(type="str"),
+        netdevs=dict(type="list", elements="str", default=[]),
+        qdiscs=dict(type="list", elements="str", default=[]),
+        rdma_devices=dict(type="list", elements="str", default=[]),
+    )),
+    arm_timeout=dict(type="float", default=60.0),
+    timeout=dict(type="float", default=300.0),
+    interval=dict(type="float", default=1.0),
+    strict_start=dict(type="bool", default=False),
+    start_tolerance=dict(type="float", default=0.001),
+    missing=dict(type="list", elements="str", default=[]),
+    wait=dict(type="float"),
+    state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
+)
+
+
+def _size(value, name):
+    if value is None:
+        return None
+    try:
+        return _units.parse_size(value, name)
+    except _units.UnitError as exc:
+        raise FlowError(str(exc)) from None
+
+
+def _port(value, name):
+    if not 1 <= value <= 65535:
+        raise FlowError("%s: %d is not a TCP port (1-65535)" % (name, value))
+    return value
+
+
+def build_part(params):
+    """Validate the module's parameters into a HostPart; FlowError names the parameter and the fix."""
+    for key in ("arm_timeout", "timeout", "interval"):
+        if params[key] <= 0:
+            raise FlowError("%s: %s must be more than 0 seconds" % (key, params[key]))
+    if params["start_tolerance"] < 0:
+        raise FlowError("start_tolerance: %s must be 0 or more seconds" % params["start_tolerance"])
+    if not params["token"]:
+        raise FlowError("token: must not be empty; use one random token per step, the same on every host")
+    rdv = dict(params["rendezvous"])
+    rdv["address"] = _check_address(rdv["address"], "rendezvous.address")
+    _port(rdv["port"], "rendezvous.port")
+    if not rdv["parties"]:
+        raise FlowError("rendezvous.parties: list every host of the step (those with servers or clients)")
+    if rdv["host"] not in rdv["parties"]:
+        raise FlowError("rendezvous.host: %s coordinates the step, so it must be one of rendezvous.parties (%s)"
+                        % (rdv["host"], ", ".join(rdv["parties"])))
+    if params["party"] not in rdv["parties"]:
+        raise FlowError("party: %s is not one of rendezvous.parties (%s); every host of the step must be listed"
+                        % (params["party"], ", ".join(rdv["parties"])))
+    if rdv.get("start_at") not in (None, ""):
+        rdv["start_at"] = parse_instant(rdv["start_at"], "rendezvous.start_at")
+    else:
+        rdv["start_at"] = None
+    perftest = None
+    if params["engine"] == "perftest":
+        perftest = PerftestOptions.from_params(params["perftest"])
+        if not perftest.device:
+            raise FlowError("perftest.device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
+    grace = _step.GRACE
+    part = _step.HostPart(party=params["party"], token=params["token"], engine=params["engine"],
+                          rendezvous=rdv, arm_timeout=params["arm_timeout"], timeout=params["timeout"],
+                          step=params.get("step"), counters=params.get("counters"))
+    for i, srv in enumerate(params["servers"]):
+        where = "servers[%d]" % i
+        if srv["expected_clients"] < 1:
+            raise FlowError("%s.expected_clients: %s must be 1 or more" % (where, srv["expected_clients"]))
+        spec = FlowSpec(role="server", address=_check_address(srv["address"], where + ".address"),
+                        port=_port(srv["port"], where + ".port"), token=params["token"],
+                        expected_clients=srv["expected_clients"], max_bytes=_size(srv.get("max_bytes"),
+                                                                                  where + ".max_bytes"),
+                        volume=_size(srv.get("volume"), where + ".volume"), duration=srv.get("duration"),
+                        timeout=params["arm_timeout"] + params["timeout"] + grace, perftest=perftest)
+        part.servers.append(spec)
+    seen = set()
+    for i, cli in enumerate(params["clients"]):
+        where = "clients[%d]" % i
+        if cli["flow_id"] in seen:
+            raise FlowError("%s.flow_id: %r is used twice on this host; give every flow its own id"
+                            % (where, cli["flow_id"]))
+        seen.add(cli["flow_id"])
+        if (cli.get("volume") is None) == (cli.get("duration") is None):
+            raise FlowError("%s: give exactly one of volume (e.g. 1GB) or duration (seconds)" % where)
+        if cli.get("duration") is not None and cli["duration"] <= 0:
+            raise FlowError("%s.duration: %s must be more than 0 seconds" % (where, cli["duration"]))
+        if cli["streams"] < 1:
+            raise FlowError("%s.streams: %s must be 1 or more" % (where, cli["streams"]))
+        flow_perftest = perftest
+        if params["engine"] == "perftest":
+            if cli["streams"] != 1:
+                raise FlowError("%s.streams: the perftest engine runs parallel queue pairs instead (perftest.qps)"
+                                % where)
+            if cli.get("rate_limit"):
+                try:
+                    rate = _units.parse_rate(cli["rate_limit"], where + ".rate_limit")
+                except _units.UnitError as exc:
+                    raise FlowError(str(exc)) from None
+                flow_perftest = PerftestOptions(**dict(perftest.__dict__, rate_limit_gbps=rate / 1e9))
+        elif cli.get("rate_limit"):
+            raise FlowError("%s.rate_limit: only the perftest engine has a software rate limiter; shape tcp flows "
+                            "with the throttle module" % where)
+        spec = FlowSpec(role="client", address=_check_address(cli["address"], where + ".address"),
+                        port=_port(cli["port"], where + ".port"), token=params["token"], flow_id=cli["flow_id"],
+                        volume=_size(cli.get("volume"), where + ".volume"), duration=cli.get("duration"),
+                        streams=cli["streams"], timeout=params["timeout"], interval=params["interval"],
+                        strict_start=params["strict_start"], start_tolerance=params["start_tolerance"],
+                        source=_check_address(cli["source"], where + ".source") if cli.get("source") else None,
+                        perftest=flow_perftest)
+        part.clients.append((spec, cli.get("annotations") or {}))
+    return part
+
+
+def run_module(module):
+    params = module.params
+    try:
+        part = build_part(params)
+    except FlowError as exc:
+        module.fail_json(msg=str(exc))
+    state = params["state"]
+    if module.check_mode:
+        module.exit_json(changed=False, msg="check mode: nothing started, no traffic sent")
+    if state == "started":
+        try:
+            started = _step.start(part, params["state_dir"])
+        except OSError as exc:
+            module.fail_json(msg="%s: cannot start its part of the step: %s. Is the address on this host, is the port "
+                                 "free, is the engine's tool installed?" % (part.party, exc))
+        module.exit_json(changed=True, part=started)
+    if state == "collected":
+        if not part.coordinates:
+            module.fail_json(msg="state=collected runs on the coordinating host (rendezvous.host=%s), not on %s"
+                             % (part.rendezvous["host"], part.party))
+        wait = params["wait"] if params["wait"] is not None else (
+            params["arm_timeout"] + params["timeout"] + 2 * _step.GRACE)
+        record = _step.collect(part, params["state_dir"], wait, missing=params["missing"])
+        module.exit_json(changed=False, step=record, failed=False)
+    module.exit_json(changed=True, **_step.stop(part, params["state_dir"]))

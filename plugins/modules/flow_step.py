@@ -1,0 +1,337 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: flow_step
+short_description: Run one host's part of a synchronized step (servers, armed clients, the rendezvous)
+version_added: 0.3.0
+description:
+  - A synchronized step in three moves. V(started), on every host of the step, starts the host's part in the
+    background and returns at once. V(collected), on the coordinating host (O(rendezvous.host)), waits for the step
+    and returns every host's results. V(stopped), in a failed step's cleanup, ends a host's part by its PID.
+  - Arm, then fire. Each host's part runs its servers, then connects its client flows to their servers and has them
+    admitted (the I(armed) state: connected, buffers ready), then tells the rendezvous. When every host of
+    O(rendezvous.parties) has armed, the coordinator measures how long a message takes to reach them all, picks a
+    start instant that far ahead (twice the slowest probe round, plus half a millisecond) and sends it to every host
+    in that host's own clock (clock offsets are measured on the way). Every flow waits for the instant on an
+    absolute timer (no spinning) and starts. How long Ansible takes to reach the hosts does not matter.
+  - Lateness is measured, never hidden. A flow's RV(step.hosts.clients.late_s) is its start minus the instant, and
+    its completion counts from the instant. With O(strict_start) a flow later than O(start_tolerance) refuses to
+    start instead. The barrier report judges lateness against a bound (see C(docs/synchronized-start.md)).
+  - A host that does not arm within O(arm_timeout) (its task failed, it cannot reach a server, its server cannot
+    listen) fails the step before any byte is sent; the record names the host and the reason, and every host's part
+    ends.
+  - With O(rendezvous.start_at), the flows start at that fixed instant on every host's own clock instead (labs with
+    PTP-synchronized clocks); the rendezvous still checks that everybody armed and collects the results.
+  - Several client flows per host run at once (O(clients)), each with O(clients[].streams) parallel connections
+    (tcp) or C(perftest.qps) queue pairs; a server accepts many (O(servers[].expected_clients) counts connections).
+  - Each host snapshots its counters (O(counters)) before arming and after its flows and servers are done.
+author:
+  - aifabric.lab contributors (@aifabric)
+requirements:
+  - pyroute2 (for qdisc counters)
+extends_documentation_fragment:
+  - aifabric.lab.attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode the arguments are validated; nothing is started and no traffic is sent.
+  diff_mode:
+    support: none
+  idempotent:
+    support: none
+    details: Every run starts, collects or stops a new step.
+options:
+  state:
+    description: V(started) (every host), V(collected) (the coordinating host), V(stopped) (cleanup, every host).
+    type: str
+    default: started
+    choices: [started, collected, stopped]
+  party:
+    description: This host's name in the step (the playbooks pass C(inventory_hostname)).
+    type: str
+    required: true
+  token:
+    description:
+      - The step's random token, the same on every host. Servers admit only its flows and the rendezvous only its
+        hosts; the state files on the host are named after its hash.
+    type: str
+    required: true
+  step:
+    description: The step's name, carried into the results.
+    type: str
+  engine:
+    description: The flow engine of every flow of the step.
+    type: str
+    default: tcp
+    choices: [tcp, perftest]
+  perftest:
+    description: With O(engine=perftest), the perftest options of every flow and server of this host.
+    type: dict
+    default: {}
+    suboptions:
+      tool:
+        description: The perftest tool.
+        type: str
+        default: ib_write_bw
+        choices: [ib_write_bw, ib_read_bw, ib_send_bw]
+      device:
+        description: The RDMA device (as in C(/sys/class/infiniband)). Required with O(engine=perftest).
+        type: str
+      ib_port:
+        description: The device's port.
+        type: int
+        default: 1
+      gid_index:
+        description: The GID index (perftest's C(-x)); found from the lab address by default (RoCE v2 preferred).
+        type: int
+      msg_size:
+        description: The message size in bytes; a volume becomes ceil(volume / msg_size) iterations.
+        type: int
+        default: 65536
+      qps:
+        description: Queue pairs per flow.
+        type: int
+        default: 1
+      rdma_cm:
+        description: Connect the QPs through the RDMA connection manager (perftest's C(-R)).
+        type: bool
+        default: false
+  servers:
+    description: The flow servers this host runs for the step.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      address:
+        description: The lab address to bind (never a wildcard).
+        type: str
+        required: true
+      port:
+        description: The TCP port. A perftest server runs one process per client on O(servers[].port) and up.
+        type: int
+        required: true
+      expected_clients:
+        description: How many connections (tcp; a flow with N streams makes N) or perftest clients it serves.
+        type: int
+        default: 1
+      max_bytes:
+        description: The most one connection may send (tcp).
+        type: raw
+      volume:
+        description: With perftest, the flows' volume (perftest servers must run the same count as their clients).
+        type: raw
+      duration:
+        description: With perftest, the flows' duration in seconds instead of a volume.
+        type: float
+  clients:
+    description: The client flows this host sends, all fired at the step's instant.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      flow_id:
+        description: The flow's name, unique on the host (the playbooks use the host's name, with a suffix when a
+          host sends several).
+        type: str
+        required: true
+      address:
+        description: The server's lab address.
+        type: str
+        required: true
+      port:
+        description: The server's port.
+        type: int
+        required: true
+      volume:
+        description: Bytes to send (C(1GB), C(512MiB), a number). Exactly one of O(clients[].volume) and
+          O(clients[].duration).
+        type: raw
+      duration:
+        description: Seconds to send for.
+        type: float
+      streams:
+        description: Parallel TCP connections for this flow; the volume is split between them and the flow
+          completes with its last stream.
+        type: int
+        default: 1
+      source:
+        description: The local address to send from (perftest finds its GID from it).
+        type: str
+      rate_limit:
+        description: With perftest, its software rate limiter (the M(aifabric.lab.throttle) module says when).
+        type: str
+      annotations:
+        description: Facts about the flow that its result carries to the barrier report (path, throttle, ...).
+        type: dict
+        default: {}
+  rendezvous:
+    description: Where the step's hosts meet.
+    type: dict
+    required: true
+    suboptions:
+      host:
+        description: The host that coordinates (runs the rendezvous on its O(rendezvous.address)).
+        type: str
+        required: true
+      address:
+        description: The coordinating host's lab address; every host connects to it over the lab network.
+        type: str
+        required: true
+      port:
+        description: The rendezvous' TCP port.
+        type: int
+        default: 18599
+      parties:
+        description: Every host of the step (those with servers or clients); the step fires when all have armed.
+        type: list
+        elements: str
+        required: true
+      expected_flows:
+        description: The flow ids each host is to send (C({host: [flow_id, ...]})), so that the record names the
+          flows of a host that never reported.
+        type: dict
+        default: {}
+      annotations:
+        description: Facts about the step that the record carries to the barrier report (its kind, its workers), so
+          that a step in which no host reported is still reported as what it was.
+        type: dict
+        default: {}
+      start_at:
+        description: A fixed start instant (epoch seconds or ISO 8601 with a zone) instead of the measured one.
+        type: raw
+  counters:
+    description: The counters this host snapshots before arming and after the step (see M(aifabric.lab.port_counters)).
+    type: dict
+    suboptions:
+      interface:
+        description: The host's lab interface (named in the report).
+        type: str
+      netdevs:
+        description: Netdevs whose statistics to read.
+        type: list
+        elements: str
+        default: []
+      qdiscs:
+        description: Netdevs whose root qdisc and classes to read (netlink).
+        type: list
+        elements: str
+        default: []
+      rdma_devices:
+        description: RDMA devices whose port counters to read.
+        type: list
+        elements: str
+        default: []
+  arm_timeout:
+    description:
+      - Seconds, from the start of a host's part, within which every host must arm. A host that has not armed by
+        then fails the step before anything is sent. It is a limit for failures, not a lead time.
+    type: float
+    default: 60.0
+  timeout:
+    description: Seconds a flow may take from the instant.
+    type: float
+    default: 300.0
+  interval:
+    description: Seconds between a flow's interval samples.
+    type: float
+    default: 1.0
+  strict_start:
+    description: A flow that would start more than O(start_tolerance) after the instant refuses to start.
+    type: bool
+    default: false
+  start_tolerance:
+    description: With O(strict_start), the most a flow may start late, in seconds.
+    type: float
+    default: 0.001
+  missing:
+    description: With O(state=collected), hosts the controller knows will never arm; the step is aborted at once.
+    type: list
+    elements: str
+    default: []
+  wait:
+    description: With O(state=collected), seconds to wait for the step's record (default O(arm_timeout) +
+      O(timeout) + 60).
+    type: float
+  state_dir:
+    description: Where a host keeps its PID and result files.
+    type: path
+    default: /run/aifabric-lab
+seealso:
+  - module: aifabric.lab.flow
+  - plugin: aifabric.lab.barrier_report
+    plugin_type: callback
+notes:
+  - The M(aifabric.lab.flow) module runs one flow without a rendezvous, at a fixed O(aifabric.lab.flow#module:start_at).
+"""
+
+EXAMPLES = r"""
+- name: Start this host's part of the step
+  aifabric.lab.flow_step:
+    party: "{{ inventory_hostname }}"
+    token: "{{ step_token }}"
+    step: barrier
+    servers: "{{ [{'address': lab_address, 'port': 18600, 'expected_clients': 3}] if inventory_hostname == 'sink' else [] }}"
+    clients: "{{ [] if inventory_hostname == 'sink' else [{'flow_id': inventory_hostname, 'address': '198.18.0.1',
+                                                           'port': 18600, 'volume': '1GB'}] }}"
+    rendezvous: {host: sink, address: 198.18.0.1, parties: [sink, worker1, worker2, worker3]}
+
+- name: Wait for the step and collect every host's results
+  aifabric.lab.flow_step:
+    state: collected
+    party: sink
+    token: "{{ step_token }}"
+    rendezvous: {host: sink, address: 198.18.0.1, parties: [sink, worker1, worker2, worker3]}
+    missing: "{{ ['sink', 'worker1', 'worker2', 'worker3'] | difference(ansible_play_hosts) }}"
+  when: inventory_hostname == 'sink'
+"""
+
+RETURN = r"""
+part:
+  description: With O(state=started), what was started (PID, servers, clients); with O(state=stopped), the host's
+    result file, if it wrote one.
+  returned: state is started or stopped
+  type: dict
+step:
+  description: With O(state=collected) (or O(state=stopped) on the coordinating host), the coordinator's record.
+  returned: state is collected
+  type: dict
+  contains:
+    status:
+      description: V(ok), V(failed) (a host failed or lost), V(aborted) (the step never started).
+      type: str
+    error:
+      description: Why not V(ok), naming the hosts.
+      type: str
+    fire:
+      description: C(at) (the instant, coordinator clock), C(margin_s), C(probe_fanout_s), C(decided_at).
+      type: dict
+    parties:
+      description: Per host, C(armed_at), C(rtt_s), C(offset_s) (its clock minus the coordinator's), C(result_at),
+        and C(lost) or C(not_armed) when it failed.
+      type: dict
+    hosts:
+      description: Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
+        C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)).
+      type: dict
+signal:
+  description: With O(state=stopped), the signal that ended a still running part, or null.
+  returned: state is stopped
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.step_module import ARGUMENT_SPEC, run_module
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module)
+
+
+if __name__ == "__main__":
+    main()
