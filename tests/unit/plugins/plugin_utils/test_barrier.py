@@ -78,9 +78,74 @@ def test_without_paths_there_is_no_prediction():
     assert report["idle_worker_seconds"] == pytest.approx(2.0)
 
 
-def test_start_skew_from_host_timestamps():
-    report = analyze_step([worker("a", 2.0, start=100.0001), worker("b", 2.0, start=100.0004)])
+def late(rec, late_s, bound=None):
+    rec["late_s"] = late_s
+    if bound is not None:
+        rec["annotations"]["late_bound"] = bound
+    return rec
+
+
+def test_start_skew_is_the_spread_of_lateness_each_in_its_own_clock():
+    """Two hosts whose clocks differ by a second: their start timestamps are a second apart, their lateness against
+    the instant (each in its own clock) says how far apart they really started."""
+    report = analyze_step([late(worker("a", 2.0, start=100.0001), 0.0001),
+                           late(worker("b", 2.0, start=101.0004), 0.0004)])
     assert report["start_skew_s"] == pytest.approx(0.0003)
+    assert report["late_max_s"] == pytest.approx(0.0004) and report["late_p50_s"] == pytest.approx(0.00025)
+
+
+def test_lateness_within_the_bound_is_recorded_and_the_step_stands():
+    # the seed's step: predicted 40.75 s for the throttled worker; 1% of it is 0.396 s
+    report = analyze_step([late(worker("w1", 27.6), 0.3), late(worker("w2", 27.6), 0.0),
+                           late(worker("w3", 40.75, "2gbit"), 0.001)])
+    assert report["status"] == "ok"
+    predicted = SEED_VOLUME * 8 / (2e9 * 8948 / 9014)
+    assert report["late_bound_s"] == pytest.approx(0.01 * predicted, rel=1e-6)
+    assert report["late_bound_basis"] == "1%% of the predicted step %.3f s" % predicted
+
+
+def test_a_start_later_than_the_bound_fails_the_step_and_says_by_how_much():
+    report = analyze_step([late(worker("w1", 27.6), 0.5), late(worker("w2", 27.6), 0.0),
+                           late(worker("w3", 40.75, "2gbit"), 0.001)])
+    assert report["status"] == "failed" and report["step_s"] is None
+    (failed,) = report["failed"]
+    assert failed["host"] == "w1" and failed["status"] == "late"
+    assert failed["cause"].startswith("started 0.500000 s after the common instant, more than the lateness bound "
+                                      "0.396")
+
+
+def test_the_bound_may_be_a_duration_and_without_a_prediction_it_is_relative_to_the_step():
+    report = analyze_step([late(worker("a", 2.0, path=False), 0.004, "5ms"), late(worker("b", 4.0, path=False), 0)])
+    assert report["status"] == "ok" and report["late_bound_s"] == 0.005 and report["late_bound_basis"] == "5ms, as set"
+    report = analyze_step([late(worker("a", 2.0, path=False), 0.05), late(worker("b", 4.0, path=False), 0)])
+    assert report["status"] == "failed"
+    assert report["late_bound_basis"] == "1% of the measured step 4.000 s"
+
+
+def test_a_host_with_several_flows_completes_with_its_last():
+    """w1 sends two flows (to two sinks over their own 8gbit links), w2 one; hand-computed: w1's flows get 8 and 4
+    Gb/s (the second shares sink2's link with w2), so 1e9 bytes take 1.0 s and 2.0 s."""
+    def flow(host, flow_id, link, completion):
+        return {"host": host, "flow_id": flow_id, "status": "ok", "completion_s": completion, "bytes": 10**9,
+                "volume_bytes": 10**9, "gbps": 8.0 / completion, "late_s": 0.0,
+                "annotations": {"path": [{"link": link, "rate": "8gbit"}]}}
+
+    report = analyze_step([flow("w1", "w1->sink1", "sw->sink1", 1.0), flow("w1", "w1->sink2", "sw->sink2", 2.01),
+                           flow("w2", "w2", "sw->sink2", 2.0)])
+    by = {w["host"]: w for w in report["workers"]}
+    assert by["w1"]["completion_s"] == 2.01 and by["w1"]["bytes"] == 2 * 10**9
+    assert by["w1"]["predicted_s"] == pytest.approx(2.0)
+    assert [(f["flow_id"], f["predicted_s"]) for f in by["w1"]["flows"]] == [("w1->sink1", 1.0), ("w1->sink2", 2.0)]
+    assert report["straggler"]["host"] == "w1" and report["step_s"] == 2.01
+    assert "flows" not in by["w2"]
+
+
+def test_one_failed_flow_fails_its_host():
+    ok = {"host": "w1", "flow_id": "a", "status": "ok", "completion_s": 1.0, "bytes": 1, "annotations": {}}
+    bad = {"host": "w1", "flow_id": "b", "status": "timeout", "error": "flow did not complete", "annotations": {}}
+    report = analyze_step([ok, bad])
+    assert report["status"] == "failed"
+    assert report["failed"] == [{"host": "w1", "status": "timeout", "cause": "flow b: flow did not complete"}]
 
 
 @pytest.mark.parametrize(
@@ -88,6 +153,7 @@ def test_start_skew_from_host_timestamps():
     [
         ([], "no flow results"),
         ([{"status": "ok"}], "has no 'host'"),
+        ([{"host": "a", "flow_id": "x"}, {"host": "a", "flow_id": "x"}], "flow x of host a appears twice"),
         ([worker("a", 1.0), worker("a", 2.0)], "appears twice"),
     ],
 )

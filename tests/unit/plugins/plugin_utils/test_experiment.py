@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, host_args, plan
 
 GROUPS = {"workers": ["worker1", "worker2", "worker3"], "sinks": ["sink"], "switches": ["switch"]}
 HOSTVARS = {"sink": {"lab_address": "198.18.0.1"}, "worker1": {"lab_address": "198.18.0.11"},
@@ -22,8 +22,14 @@ def test_incast_plan_of_the_seed():
     assert p["hosts"]["worker1"]["clients"][0]["annotations"]["throttle"] is None
     assert p["throttled"] == ["worker3"]
     assert p["steps"] == ["barrier"]
-    assert p["start_lead"] == pytest.approx(2.45)
     assert p["hosts"]["worker3"]["address"] == "198.18.0.13"
+    # the sink coordinates the rendezvous of every host of the step, on the port below the flows'
+    assert p["rendezvous"] == {"host": "sink", "address": "198.18.0.1", "port": 18599,
+                               "parties": ["sink", "worker1", "worker2", "worker3"],
+                               "expected_flows": {"worker1": ["worker1"], "worker2": ["worker2"],
+                                                  "worker3": ["worker3"]}, "start_at": None}
+    assert p["arm_timeout"] == 60 and p["late_bound"] == 0.01 and p["strict_start"] is False
+    assert w3["annotations"]["late_bound"] == 0.01 and w3["streams"] == 1
 
 
 def test_first_n_workers_and_repeated_steps():
@@ -46,7 +52,15 @@ def test_first_n_workers_and_repeated_steps():
         ({"steps": 0}, GROUPS, "experiment.steps"),
         ({"port": 80}, GROUPS, "experiment.port"),
         ({"timeout": -1}, GROUPS, "experiment.timeout"),
-        ({"start_lead": 0}, GROUPS, "experiment.start_lead"),
+        ({"start_lead": 8}, GROUPS, "experiment.start_lead: no longer used.*every host has armed"),
+        ({"arm_timeout": 0}, GROUPS, "experiment.arm_timeout"),
+        ({"late_bound": 2}, GROUPS, "experiment.late_bound: 2; give a share"),
+        ({"late_bound": "soon"}, GROUPS, "experiment.late_bound: 'soon'"),
+        ({"streams": 0}, GROUPS, "experiment.streams"),
+        ({"streams": 2, "engine": "perftest"}, GROUPS, "perftest.qps"),
+        ({"strict_start": "yes"}, GROUPS, "experiment.strict_start"),
+        ({"coordinator": "nobody"}, GROUPS, "experiment.coordinator: 'nobody' is not a host"),
+        ({"control_port": 80}, GROUPS, "experiment.control_port"),
         ({"volum": "1GB"}, GROUPS, "unknown field.*volum"),
         ({}, {"workers": ["worker1"]}, "no host in group 'sinks'"),
         ({}, {"sinks": ["sink"]}, "no host in group 'workers'"),
@@ -66,3 +80,43 @@ def test_missing_address_names_the_host():
 def test_bad_line_rate():
     with pytest.raises(ExperimentError, match="lab_line_rate"):
         plan({}, GROUPS, HOSTVARS, line_rate="8 gigs")
+
+
+def test_streams_count_connections_at_the_server():
+    p = plan({"streams": 4}, GROUPS, HOSTVARS)
+    assert p["hosts"]["sink"]["servers"][0]["expected_clients"] == 12
+    assert all(c["streams"] == 4 for h in ("worker1", "worker2", "worker3") for c in p["hosts"][h]["clients"])
+
+
+def test_ring_hosts_serve_and_send_and_the_first_host_coordinates_without_a_sink():
+    p = plan({"pattern": "ring"}, {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    assert p["rendezvous"]["host"] == "worker1"
+    assert p["hosts"]["worker1"]["clients"][0]["address"] == "198.18.0.12"
+    assert p["hosts"]["worker1"]["servers"][0]["expected_clients"] == 1
+
+
+def test_host_args_fold_in_the_throttle_the_host_got():
+    p = plan({"name": "b", "throttles": {"worker3": "2gbit"}}, GROUPS, HOSTVARS)
+    throttle = {"mechanism": "tc", "description": "tc htb on eth0's egress", "flow_args": {}}
+    args = host_args(p, "worker3", "b", "tok", throttle=throttle, interface="eth0")
+    assert args["party"] == "worker3" and args["token"] == "tok" and args["step"] == "b"
+    (client,) = args["clients"]
+    assert client["flow_id"] == "worker3" and client["address"] == "198.18.0.1" and client["port"] == 18600
+    assert client["annotations"]["throttle_mechanism"] == "worker3: tc htb on eth0's egress"
+    assert client["annotations"]["step"] == "b"
+    assert args["counters"] == {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}
+    assert args["rendezvous"]["annotations"]["expected_workers"] == ["worker1", "worker2", "worker3"]
+    sink = host_args(p, "sink", "b", "tok")
+    assert sink["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1",
+                                "max_bytes": 2 * 10**9}]
+    assert sink["clients"] == [] and sink["counters"]["qdiscs"] == []
+
+
+def test_host_args_for_perftest_carry_the_device_and_the_rate_limit():
+    p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS)
+    args = host_args(p, "worker2", "s", "t", throttle={"mechanism": "perftest_sw", "flow_args": {"rate_limit": "2gbit"}},
+                     rdma_device="mlx5_0")
+    assert args["perftest"] == {"tool": "ib_read_bw", "device": "mlx5_0"}
+    assert args["clients"][0]["rate_limit"] == "2gbit" and args["clients"][0]["source"] == "198.18.0.12"
+    assert args["clients"][0]["port"] == 18601  # one perftest server process per client
+    assert host_args(p, "sink", "s", "t", rdma_device="mlx5_0")["servers"][0]["volume"] == 10**9

@@ -1,0 +1,240 @@
+# -*- coding: utf-8 -*-
+"""A synchronized step on real loopback sockets and real background processes: arm, rendezvous, fire, collect.
+
+Every host's part runs as the daemon the flow_step module starts. Nothing here asserts a duration or a skew (those
+are benchmarks/start_skew.py's); the tests assert what must hold on any machine: every flow starts at or after the
+instant and says how late, a host that never arms fails the step by name before a byte is sent, nothing is left."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils._flow import step as _step
+from ansible_collections.aifabric.lab.plugins.module_utils._flow import step_module
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowError
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import alive
+
+ADDR = "127.0.0.1"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((ADDR, 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """Parts of one step on loopback: every party is a daemon of this machine, as in the netns lab."""
+
+    def __init__(self, state_dir, parties, token="tok", coordinator="sink", **rendezvous):
+        self.state_dir = str(state_dir)
+        self.token = token
+        self.port = free_port()
+        self.flow_port = free_port()
+        self.rendezvous = dict({"host": coordinator, "address": ADDR, "port": self.port, "parties": parties,
+                                "expected_flows": {}, "annotations": {}, "start_at": None}, **rendezvous)
+        self.pids = []
+
+    def params(self, party, **kw):
+        p = {key: spec.get("default") for key, spec in step_module.ARGUMENT_SPEC.items()}
+        p.update(party=party, token=self.token, step="s1", rendezvous=dict(self.rendezvous), state_dir=self.state_dir,
+                 perftest={}, counters=None, arm_timeout=20.0, timeout=20.0)
+        p.update(kw)
+        return p
+
+    def client(self, flow_id, volume="20MB", **kw):
+        c = {"flow_id": flow_id, "address": ADDR, "port": self.flow_port, "volume": volume, "duration": None,
+             "streams": 1, "source": None, "rate_limit": None, "annotations": {"step": "s1"}}
+        c.update(kw)
+        return c
+
+    def server(self, expected, **kw):
+        s = {"address": ADDR, "port": self.flow_port, "expected_clients": expected, "max_bytes": None, "volume": None,
+             "duration": None}
+        s.update(kw)
+        return s
+
+    def part(self, party, **kw):
+        return step_module.build_part(self.params(party, **kw))
+
+    def start(self, party, **kw):
+        started = _step.start(self.part(party, **kw), self.state_dir)
+        self.pids.append(started["pid"])
+        return started
+
+    def collect(self, wait=60, missing=()):
+        return _step.collect(self.part(self.rendezvous["host"]), self.state_dir, wait, missing=missing)
+
+    def cleanup(self):
+        for pid in self.pids:
+            if alive(pid):
+                os.kill(pid, 9)
+
+
+@pytest.fixture
+def lab_factory(tmp_path):
+    labs = []
+
+    def make(parties, **kw):
+        lab = Lab(tmp_path, parties, **kw)
+        labs.append(lab)
+        return lab
+
+    yield make
+    for lab in labs:
+        lab.cleanup()
+
+
+def wait_gone(pids, timeout=10):
+    end = time.time() + timeout
+    while any(alive(p) for p in pids) and time.time() < end:
+        time.sleep(0.05)
+    return not any(alive(p) for p in pids)
+
+
+def test_every_flow_fires_at_the_instant_and_the_record_says_how(lab_factory):
+    lab = lab_factory(["sink", "w1", "w2", "w3"])
+    # started in any order: the workers before their server and the coordinator; nothing fires until all armed
+    lab.start("w1", clients=[lab.client("w1")])
+    lab.start("w3", clients=[lab.client("w3a"), lab.client("w3b", volume="10MB")])
+    lab.start("w2", clients=[lab.client("w2", streams=2)])
+    lab.start("sink", servers=[lab.server(5)])
+    record = lab.collect()
+    assert record["status"] == "ok", record.get("error")
+    fire = record["fire"]
+    # the margin is measured: three times the slowest probe round, plus a millisecond
+    assert len(fire["probe_fanout_s"]) == 3
+    assert fire["margin_s"] == pytest.approx(3 * max(fire["probe_fanout_s"]) + 0.001, abs=2e-6)
+    assert fire["at"] >= fire["decided_at"] and fire["at"] >= fire["armed_last_at"]
+    assert set(record["hosts"]) == {"sink", "w1", "w2", "w3"}
+    flows = {c["flow_id"]: c for h in ("w1", "w2", "w3") for c in record["hosts"][h]["clients"]}
+    assert sorted(flows) == ["w1", "w2", "w3a", "w3b"]
+    for flow in flows.values():
+        assert flow["status"] == "ok", flow["error"]
+        assert flow["late_s"] >= 0 and flow["start"] >= flow["start_at"]
+        assert flow["completion_s"] == pytest.approx(flow["last_byte_acked"] - flow["start_at"], abs=1e-5)
+        assert flow["fire_ahead_s"] is not None
+    assert flows["w2"]["streams"] == 2 and flows["w3b"]["bytes"] == 10**7
+    server = record["hosts"]["sink"]["servers"][0]
+    assert server["status"] == "ok" and len(server["flows"]) == 5 and server["bytes"] == 7 * 10**7
+    for party in ("sink", "w1", "w2", "w3"):
+        info = record["parties"][party]
+        assert info["armed_at"] <= fire["at"] and "offset_s" in info and "rtt_s" in info
+    assert wait_gone(lab.pids)
+    assert os.listdir(lab.state_dir) == []  # every host's result reached the coordinator; nothing is left
+
+
+def test_a_host_that_never_arms_fails_the_step_by_name_before_a_byte_is_sent(lab_factory):
+    lab = lab_factory(["sink", "w1", "w2"], expected_flows={"w1": ["w1"], "w2": ["w2"]})
+    lab.start("sink", servers=[lab.server(2)], arm_timeout=2.0)
+    lab.start("w1", clients=[lab.client("w1")], arm_timeout=2.0)
+    record = lab.collect()
+    assert record["status"] == "aborted"
+    assert "w2 did not arm within the arm timeout" in record["error"]
+    assert "w2 never reached the rendezvous" in record["error"] and "1 of 2" not in record["error"]
+    assert record["parties"]["w2"]["not_armed"] is True and record["parties"]["w2"]["lost"]
+    (w1,) = record["hosts"]["w1"]["clients"]
+    assert w1["status"] == "not_started" and "w2 did not arm" in w1["error"]
+    assert w1["bytes"] == 0 and "start" not in w1
+    assert record["expected_flows"] == {"w1": ["w1"], "w2": ["w2"]}
+    assert wait_gone(lab.pids)
+
+
+def test_a_flow_that_cannot_arm_aborts_the_step_at_once_with_the_cause(lab_factory):
+    lab = lab_factory(["sink", "w1", "w2"])
+    lab.start("sink", servers=[lab.server(2, max_bytes="1MB")])
+    lab.start("w1", clients=[lab.client("w1", volume="500KB")])
+    lab.start("w2", clients=[lab.client("w2", volume="5MB")])  # more than the server's max_bytes: refused
+    record = lab.collect()
+    assert record["status"] == "aborted"
+    assert "w2 could not arm: flow w2: the server at" in record["error"]
+    assert "exceeds the server's max_bytes" in record["error"]
+    assert record["hosts"]["w1"]["clients"][0]["status"] == "not_started"
+    assert wait_gone(lab.pids)
+
+
+def test_the_controller_aborts_a_step_whose_host_failed_to_start(lab_factory):
+    lab = lab_factory(["sink", "w1", "w2"])
+    lab.start("sink", servers=[lab.server(2)])
+    lab.start("w1", clients=[lab.client("w1")])
+    record = lab.collect(missing=["w2"])
+    assert record["status"] == "aborted"
+    assert "w2 failed before arming (the controller reported w2 failed or unreachable)" in record["error"]
+    assert wait_gone(lab.pids)
+
+
+def test_stop_ends_a_part_waiting_for_its_rendezvous_and_returns_what_it_has(lab_factory):
+    lab = lab_factory(["sink", "w1"])
+    started = lab.start("w1", clients=[lab.client("w1")])  # its coordinator (sink) never starts
+    time.sleep(0.3)
+    assert alive(started["pid"])
+    out = _step.stop(lab.part("w1"), lab.state_dir)
+    assert out["signal"] == "SIGTERM" and not alive(started["pid"])
+    assert out["part"]["status"] == "error"
+    assert "stopped by the controller (SIGTERM)" in out["part"]["error"]
+    assert out["part"]["clients"][0]["status"] == "not_started"
+    assert os.listdir(lab.state_dir) == []
+
+
+def test_collect_without_a_running_coordinator_says_so_at_once(lab_factory):
+    lab = lab_factory(["sink", "w1"])
+    record = lab.collect(wait=120)
+    assert record["status"] == "error"
+    assert "the rendezvous on sink is not running" in record["error"]
+
+
+def test_a_fixed_start_instant_is_given_to_every_host_as_it_is(lab_factory):
+    at = time.time() + 3.0
+    lab = lab_factory(["sink", "w1"], start_at=at)
+    lab.start("sink", servers=[lab.server(1)])
+    lab.start("w1", clients=[lab.client("w1")])
+    record = lab.collect()
+    assert record["status"] == "ok", record.get("error")
+    assert record["mode"] == "fixed" and record["fire"]["at"] == pytest.approx(at) and record["fire"]["margin_s"] is None
+    (flow,) = record["hosts"]["w1"]["clients"]
+    assert flow["start_at"] == pytest.approx(at) and flow["start"] >= at
+
+
+def test_the_port_of_the_rendezvous_taken_fails_the_start_with_the_reason(lab_factory):
+    lab = lab_factory(["sink", "w1"])
+    with socket.socket() as taken:
+        taken.bind((ADDR, lab.port))
+        taken.listen(1)
+        with pytest.raises(OSError):
+            lab.start("sink", servers=[lab.server(1)])
+    assert os.listdir(lab.state_dir) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"party": "w9"}, "party: w9 is not one of rendezvous.parties"),
+    ({"rendezvous": {"host": "nobody"}}, "rendezvous.host: nobody coordinates the step"),
+    ({"rendezvous": {"address": "0.0.0.0"}}, "rendezvous.address: 0.0.0.0 would listen on every interface"),
+    ({"rendezvous": {"port": 70000}}, "rendezvous.port: 70000 is not a TCP port"),
+    ({"rendezvous": {"parties": []}}, "rendezvous.parties: list every host"),
+    ({"rendezvous": {"start_at": "tomorrow"}}, "rendezvous.start_at: 'tomorrow' is not an instant"),
+    ({"arm_timeout": 0}, "arm_timeout: 0 must be more than 0 seconds"),
+    ({"token": ""}, "token: must not be empty"),
+    ({"clients": [{"volume": None}]}, r"clients\[0\]: give exactly one of volume"),
+    ({"clients": [{"streams": 0}]}, r"clients\[0\].streams: 0 must be 1 or more"),
+    ({"clients": [{"volume": "lots"}]}, r"clients\[0\].volume"),
+    ({"clients": [{"rate_limit": "2gbit"}]}, r"clients\[0\].rate_limit: only the perftest engine"),
+    ({"clients": [{}, {}]}, r"clients\[1\].flow_id: 'w1' is used twice"),
+    ({"servers": [{"expected_clients": 0}]}, r"servers\[0\].expected_clients: 0 must be 1 or more"),
+    ({"engine": "perftest"}, "perftest.device: the perftest engine needs the RDMA device"),
+])
+def test_bad_input_names_the_parameter(lab_factory, change, message):
+    lab = lab_factory(["sink", "w1"])
+    params = lab.params("w1", clients=[lab.client("w1")], servers=[lab.server(1)])
+    for key, value in change.items():
+        if key == "rendezvous":
+            params["rendezvous"].update(value)
+        elif key == "clients":
+            params["clients"] = [dict(lab.client("w1"), **c) for c in value]
+        elif key == "servers":
+            params["servers"] = [dict(lab.server(1), **c) for c in value]
+        else:
+            params[key] = value
+    with pytest.raises(FlowError, match=message):
+        step_module.build_part(params)
