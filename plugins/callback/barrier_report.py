@@ -154,7 +154,9 @@ class CallbackModule(CallbackBase):
         flows = self._steps.setdefault(step, {})
         key = (host, record["flow_id"])
         old = flows.get(key)
-        # the coordinator's view of a host that never reported ("did not arm", "lost") gives way to the host's own
+        # The first cause of a failure is kept, with one exception: the coordinator's view of a host that never
+        # reported ("did not arm", "lost") gives way to the host's own account - unless that account only says the
+        # controller's cleanup stopped it.
         if old is not None and not (old.get("cause_from") == "rendezvous" and record.get("cause_from") is None):
             if fill_only or (old.get("status") != "ok" and record.get("status") != "ok"):
                 return
@@ -189,8 +191,9 @@ class CallbackModule(CallbackBase):
             if host in hosts:
                 continue
             info = parties.get(host) or {}
-            cause = ("did not arm: %s" % record.get("error") if info.get("not_armed") else
-                     "its step process was lost (%s)" % info["lost"] if info.get("lost") else
+            cause = ("did not arm: %s" % record.get("error") if record.get("status") == "aborted" else
+                     "its step process ended without a result (%s): killed, crashed or cut off" % info["lost"]
+                     if info.get("lost") else
                      record.get("error") or "no result")
             for flow_id in flow_ids:
                 self._add_flow(step, host, {"flow_id": flow_id, "status": "error", "error": cause,

@@ -11,6 +11,7 @@ run changes nothing, and ``absent`` removes every namespace the topology names (
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import signal
@@ -41,6 +42,14 @@ def pids_in_namespace(name, run_dir="/run/netns", proc="/proc"):
         if (st.st_dev, st.st_ino) == (ref.st_dev, ref.st_ino):
             pids.append(int(entry))
     return sorted(pids)
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/status" % pid) as handle:
+            return not any(line.startswith("State:") and line.split()[1] == "Z" for line in handle)
+    except (OSError, ValueError, IndexError, TypeError):
+        return False
 
 
 def stop_processes(pids, grace=3.0, kill=os.kill, alive=None):
@@ -219,6 +228,30 @@ class Topology:
                 removed.append(name)
         return removed
 
+    @staticmethod
+    def remove_step_files(state_dir, alive):
+        """Synchronized steps' files whose process has ended (the lab's were stopped just before): a host part's PID
+        and result files, a rendezvous record whose coordinator is gone. Files of a step still running stay."""
+        removed = []
+        if not os.path.isdir(state_dir):
+            return removed
+        for name in sorted(os.listdir(state_dir)):
+            if not name.startswith("step-") or not name.endswith((".pid", ".rendezvous.json")):
+                continue
+            path = os.path.join(state_dir, name)
+            try:
+                with open(path) as handle:
+                    pid = json.load(handle).get("coordinator_pid" if name.endswith(".json") else "pid")
+            except (OSError, ValueError, AttributeError):
+                pid = None
+            if pid and alive(pid):
+                continue
+            for stale in (path, path[:-4] + ".json") if name.endswith(".pid") else (path,):
+                if os.path.exists(stale):
+                    os.unlink(stale)
+                    removed.append(os.path.basename(stale))
+        return removed
+
     def remove(self, topo, grace=6.0):
         """Stop what runs inside the lab (flow servers of an interrupted step), then delete the namespaces.
 
@@ -256,6 +289,7 @@ def run(module, netns, iproute):
         if changed and not module.check_mode:
             stopped = topology.remove(topo, module.params["process_grace"])
             Topology.remove_server_files(topo, module.params["state_dir"])
+            Topology.remove_step_files(module.params["state_dir"], _alive)
         diff = {"before": {"namespaces": todo, "processes": running}, "after": {"namespaces": [], "processes": {}}}
         if stopped:
             module.warn("stopped processes still running inside the lab: %s" % stopped)

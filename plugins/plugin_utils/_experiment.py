@@ -149,6 +149,11 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                               "perftest.qps")
     late_bound = experiment.get("late_bound", 0.01)
     if isinstance(late_bound, str):
+        try:
+            late_bound = float(late_bound)  # -e late_bound=0.02 arrives as text
+        except ValueError:
+            pass
+    if isinstance(late_bound, str):
         text = late_bound.strip()
         try:
             ok = text.endswith("s") and float(text[:-2] if text.endswith("ms") else text[:-1]) > 0

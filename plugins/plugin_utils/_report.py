@@ -187,7 +187,7 @@ _TEXT = """\
    s.late_bound_s * 1000, s.late_bound_basis)) if s.late_max_s is defined and s.late_max_s is not none and s.late_bound_s is not none else '' }}
 {% if s.start is defined and s.start.mode == 'rendezvous' and s.start.margin_s is not none %}
   start                  every host armed {{ '%.2f' % s.start.armed_after_s }} s after the rendezvous opened; fired \
-{{ '%.1f' % (s.start.margin_s * 1000) }} ms later (twice the slowest of {{ s.start.probe_fanout_s | length }} probe rounds, \
+{{ "%.1f" % (s.start.margin_s * 1000) }} ms later (3 x the slowest of {{ s.start.probe_fanout_s | length }} probe rounds + 1 ms, \
 {{ '%.2f' % ((s.start.probe_fanout_s | max) * 1000) }} ms)
 {% endif %}
   verdict                {{ s.verdict }}

@@ -148,7 +148,7 @@ class Coordinator:
         self.results = {}
         self.rejected = []
         self.errors = []
-        self.record = {"run": run_id, "parties": self.info, "hosts": self.results, "rejected": self.rejected,
+        self.record = {"run": run_id, "coordinator_pid": os.getpid(), "parties": self.info, "hosts": self.results, "rejected": self.rejected,
                        "mode": "fixed" if start_at is not None else "rendezvous", "status": "error", "error": None,
                        "started_at": clock()}
 
@@ -327,17 +327,15 @@ class Coordinator:
     def _settled(self):
         return all(p in self.results or "lost" in self.info[p] for p in self.expected)
 
-    def _collect(self, until, abort_error=None):
-        """Results until every party has sent one or is lost, or ``until``. The first error aborts the others."""
+    def _collect(self, until):
+        """Results until every party has sent one or is lost, or ``until``. After the fire, a lost host does not end
+        the others' flows: the step is failed either way, and what they measure is kept."""
         def on_message(conn, msg):
             if msg["op"] == "result":
                 self._store(conn, msg)
             return self._settled()
 
         while not self._settled():
-            if self.errors and abort_error is None:
-                abort_error = self.errors[-1]
-                self._abort_all("the step was aborted: %s" % abort_error)
             if not self._poll(until, on_message):
                 break
         for party in self.expected:
@@ -394,7 +392,7 @@ class Coordinator:
                 self.info[party]["lost"] = "never reached the rendezvous"
         self._abort_all("the step was not started: %s" % error)
         # the parties answer an abort with what they have (counters, servers' partial results): keep it
-        self._collect(self.clock() + 10.0, abort_error=error)
+        self._collect(self.clock() + 10.0)
         self.record.update(status="aborted", error="the step was not started: %s" % error)
 
 

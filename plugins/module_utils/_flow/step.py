@@ -50,6 +50,7 @@ ENGINES = {cls.name: cls for cls in (TcpEngine, PerftestEngine)}
 # modules come from) as soon as the task returns, and a lazy import in the daemon would then fail.
 GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+STOPPED = "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"
 
 
 @dataclass
@@ -135,8 +136,7 @@ class _Daemon:
         tight_timers()
         # a woken thread waits for the GIL at most this long (Python's default is 5 ms)
         sys.setswitchinterval(0.0005)
-        signal.signal(signal.SIGTERM, lambda *_: self.abort(
-            "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"))
+        signal.signal(signal.SIGTERM, lambda *_: self.abort(STOPPED))
         if part.counters is not None:
             out["counters"] = {"before": _counters(part.counters), "interface": part.counters.get("interface"),
                                "engine": part.engine}
@@ -283,6 +283,10 @@ class _Daemon:
                 flow.result["annotations"] = annotations
                 out["clients"].append(flow.result)
                 flow.close()
+        if self.abort_reason == STOPPED:
+            for client in out["clients"]:
+                if client.get("status") != "ok":
+                    client["cause_from"] = "stop"  # the controller's cleanup, not what went wrong
         bad = ["flow %s: %s" % (c.get("flow_id"), c.get("error")) for c in out["clients"] if c.get("status") != "ok"]
         bad += ["server %s:%s: %s" % (s.get("address"), s.get("port"), s.get("error"))
                 for s in out["servers"] if s.get("status") != "ok"]
@@ -320,11 +324,19 @@ def start(part, state_dir, arm_timeout=None, bind=None):
     coordinator_listener = None
     try:
         for spec in part.servers:
-            listeners.append(engine.listen(spec))
+            try:
+                listeners.append(engine.listen(spec))
+            except OSError as exc:
+                raise OSError("cannot start the %s server on %s:%d: %s" % (engine.name, spec.address, spec.port,
+                                                                         exc.strerror or exc)) from None
         if part.coordinates:
             spec = FlowSpec(role="server", address=part.rendezvous["address"], port=part.rendezvous["port"],
                             token=part.token, expected_clients=len(part.rendezvous["parties"]))
-            coordinator_listener = TcpEngine.listen(spec)
+            try:
+                coordinator_listener = TcpEngine.listen(spec)
+            except OSError as exc:
+                raise OSError("cannot start the rendezvous on %s:%d: %s" % (spec.address, spec.port,
+                                                                          exc.strerror or exc)) from None
             stale = record_path(state_dir, part.run)
             if os.path.exists(stale):
                 os.unlink(stale)
@@ -391,8 +403,8 @@ def collect(part, state_dir, wait, missing=()):
     path = record_path(state_dir, part.run)
     address, port = part.rendezvous["address"], part.rendezvous["port"]
     if missing:
-        control_abort(address, port, part.run, "%s failed before arming (the controller reported %s failed or "
-                                               "unreachable)" % (", ".join(missing), ", ".join(missing)))
+        control_abort(address, port, part.run, "%s failed before arming (not in the play any more: failed, "
+                                               "unreachable, or left out by --limit)" % ", ".join(missing))
     deadline = time.time() + wait
     _result_path, pid_path = paths(state_dir, part.run, part.party)
     gone_since = None

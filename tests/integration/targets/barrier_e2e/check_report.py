@@ -19,7 +19,13 @@ for host, rate in (("worker1", 3), ("worker2", 3), ("worker3", 2)):
     assert abs(w[host]["completion_s"] / w[host]["predicted_s"] - 1) < 0.05, w[host]
 assert abs(w["worker1"]["idle_share"] - 1 / 3) < 0.05, w["worker1"]
 assert step["baseline_gbps"] == base["workers"][0]["gbps"]
-assert step["start_skew_s"] < 0.005, step["start_skew_s"]
+# the start: every flow armed, fired at one instant the rendezvous measured, each flow's lateness within the bound
+start = step["start"]
+assert start["mode"] == "rendezvous" and start["status"] == "ok", start
+assert abs(start["margin_s"] - (3 * max(start["probe_fanout_s"]) + 0.001)) < 3e-6, start
+assert set(start["hosts"]) == {"sink", "worker1", "worker2", "worker3"}, start
+assert step["late_max_s"] <= step["late_bound_s"] and all(x["late_s"] >= 0 for x in w.values()), step
+assert "start                  every host armed" in out
 for key in ("step_s", "mean_completion_s", "straggler"):
     assert key in step
 for key in ("host", "completion_s", "gbps", "idle_s", "idle_share", "predicted_s"):

@@ -27,8 +27,7 @@ table=()
 lab_pids() { for h in sink worker1 worker2 worker3; do ip netns pids "$P$h" 2>/dev/null; done; }
 lab_empty() { [ -z "$(lab_pids)" ]; }
 has_pids() { [ -n "$(ip netns pids "$P$1" 2>/dev/null)" ]; }
-# a host's flow client connected to its server (it connects, then waits for the start instant): not merely the
-# step's port_counters snapshot running in the namespace
+# a host's flow client connected to its server (it connects while it arms, then waits for the fire)
 has_flow() {
   [ -n "$(ip netns exec "$P$1" ss -Htn state established '( dport = :18600 )' 2>/dev/null)" ]
 }
@@ -63,12 +62,13 @@ row() { table+=("| $1 | $(python3 "$here/check_fault.py" "${@:2}" | sed 's/^REPO
 ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null
 payloads_before=$(ls -d "${TMPDIR:-/tmp}"/ansible_aifabric.lab.flow_payload_* 2>/dev/null || true)
 
-# 1. A worker's flow process killed mid-transfer.
+# 1. A worker's flow process (its part of the step) killed mid-transfer: the others finish, the step fails by name.
 run_step kill -e barrier_volume=3GB -e barrier_timeout=30
 wait_for 30 flows_running; sleep 3.5
 kill -9 $(ip netns pids ${P}worker1)
 wait "$pb" && exit 1 || true
-row "worker1's flow process killed (SIGKILL) mid-transfer" "$(ls -d "$runs"/*)" failed worker1="killed by SIGKILL" --kept worker2,worker3
+row "worker1's flow process killed (SIGKILL) mid-transfer" "$(ls -d "$runs"/*)" failed \
+  worker1="its step process ended without a result" --kept worker2,worker3
 no_leftovers
 
 # 2. A worker's link set down mid-transfer.
@@ -89,17 +89,15 @@ wait "$pb" && exit 1 || true
 kill "$impostor"; wait "$impostor" 2>/dev/null || true
 grep -q "cannot start the tcp server on 198.18.6.1:18600" "$runs.log"
 row "the sink's port held by another process (server never started)" "$(ls -d "$runs"/*)" failed \
-  worker1="no flow server answered" worker2="no flow server answered" worker3="no flow server answered"
+  worker1="the rendezvous on sink is not running" worker2="the rendezvous on sink is not running" \
+  worker3="the rendezvous on sink is not running"
 no_leftovers
 
-# 4. One worker delayed past the start instant (its host stalls: the process is stopped while it waits).
-run_step late -e barrier_volume=1GB -e barrier_timeout=20
-wait_for 30 has_flow worker2
-stalled=$(ip netns pids ${P}worker2)
-kill -STOP $stalled; sleep 4; kill -CONT $stalled
+# 4. A worker the controller never reaches (left out of the play): the step is aborted at once, nothing is sent.
+run_step absent -e barrier_volume=200MB --limit sink,worker1,worker2
 wait "$pb" && exit 1 || true
-row "worker2 stalled past the start instant (SIGSTOP 4 s)" "$(ls -d "$runs"/*)" failed worker2="after the start instant" \
-  --kept worker1,worker3
+row "worker3 never started its part (not in the play)" "$(ls -d "$runs"/*)" failed \
+  worker1="worker3 failed before arming" worker2="worker3 failed before arming" worker3="did not arm"
 no_leftovers
 
 # 5. The results directory cannot be written: the callback falls back to a temporary directory and says so.
@@ -111,16 +109,26 @@ row "runs_dir not writable (set to /proc/...)" "$(ls -d "$fallback"/*)" ok --kep
 rm -rf "$fallback"
 no_leftovers
 
-# 6. The controller interrupted (SIGINT) after the healthy workers finished, before the throttled one.
+# 6. The controller interrupted (SIGINT) mid-step: the hosts finish the step on their own and the coordinating host
+# keeps its record (every host's results) in its state directory; lab down then removes what is left.
+state=/run/aifabric-lab
+records_before=$(ls "$state"/step-*.rendezvous.json 2>/dev/null || true)
 run_step sigint -e barrier_volume=2GB -e barrier_timeout=30
-wait_for 40 bash -c "ls $runs/*/flows/barrier/worker1.json $runs/*/flows/barrier/worker2.json >/dev/null 2>&1"
+wait_for 30 flows_running; sleep 1
 kill -INT "$pb"; wait "$pb" || true
-run=$(ls -d "$runs"/*)
-test ! -e "$run/flows/barrier/worker3.json"
-ansible-playbook aifabric.lab.render_report -e run_dir="$run" > "$work/render.log"
-grep -q "STEP FAILED" "$work/render.log"
-row "controller interrupted (SIGINT) mid-step, report re-rendered" "$run" failed worker3=missing --kept worker1,worker2
+new_record() { comm -13 <(echo "$records_before") <(ls "$state"/step-*.rendezvous.json 2>/dev/null || true) | grep -q .; }
+wait_for 40 new_record
+record=$(comm -13 <(echo "$records_before") <(ls "$state"/step-*.rendezvous.json) | head -n1)
+python3 - "$record" <<'PY'
+import json, sys
+record = json.load(open(sys.argv[1]))
+assert record["status"] == "ok", record.get("error")
+flows = {c["flow_id"]: c for h in record["hosts"].values() for c in h["clients"]}
+assert sorted(flows) == ["worker1", "worker2", "worker3"] and all(f["status"] == "ok" for f in flows.values()), flows
+PY
+table+=("| controller interrupted (SIGINT) mid-step | the step completed on the hosts; the coordinator's record kept on the sink (\`$state\`) with all 3 flows ok | removed by lab down |")
 ansible-playbook -i "$inv" aifabric.lab.lab_down > /dev/null
+test ! -e "$record"
 test -z "$(ip netns list | awk '{print $1}' | grep "^$P" || true)"
 
 echo

@@ -161,7 +161,7 @@ def test_the_controller_aborts_a_step_whose_host_failed_to_start(lab_factory):
     lab.start("w1", clients=[lab.client("w1")])
     record = lab.collect(missing=["w2"])
     assert record["status"] == "aborted"
-    assert "w2 failed before arming (the controller reported w2 failed or unreachable)" in record["error"]
+    assert "w2 failed before arming (not in the play any more: failed, unreachable" in record["error"]
     assert wait_gone(lab.pids)
 
 
