@@ -148,7 +148,7 @@ def naive(env, inv, work, n, steps, volume):
 
 def overhead(env, inv, runs, volume, repeats=3):
     figures = []
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         before = set(glob.glob(os.path.join(runs, "*")))
         _proc, wall = playbook(env, inv, "playbooks/barrier.yml", "-e", "barrier_volume=%s" % volume,
                                "-e", '{"barrier_throttles": {}}', check=False)

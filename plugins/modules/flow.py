@@ -7,16 +7,19 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: flow
-short_description: Run one synchronized elephant flow, timed on the host
+short_description: Run one elephant flow at a fixed wall-clock instant, timed on the host
 version_added: 0.1.0
 description:
   - Runs one side of a bulk flow between lab hosts. A C(server) receives the flows of one step and ends after its
     O(expected_clients) have finished, after a O(state=stopped) request of the same run, or at its O(timeout).
-  - A C(client) connects and is admitted before O(start_at), sleeps until that wall-clock instant and starts sending
-    within a millisecond of it (the result's RV(flow.late_s) says how close). For the instant itself it runs as
-    SCHED_FIFO when the host allows it (root), so many clients on few cores still send their first bytes together.
-  - A client that arrives (or wakes, after a stall) later than O(start_at) + O(start_tolerance) refuses to start and
-    says by how much, so a step never mixes late flows in.
+  - A C(client) connects and is admitted (armed) before O(start_at), then waits for that wall-clock instant on an
+    absolute timer (no spinning; real-time for the wake-up when the host allows it) and starts sending. The result's
+    RV(flow.late_s) says how late it started, and RV(flow.completion_s) counts from O(start_at), so lateness is inside
+    the figure. A client that arrives after the instant starts at once and records it; with O(strict_start) it refuses
+    instead when later than O(start_tolerance).
+  - For the flows of a whole step use M(aifabric.lab.flow_step) - it arms every flow first and fires them all at an
+    instant chosen once everybody is ready, so how long Ansible takes to reach the hosts does not matter. This module
+    is for one flow, or for labs whose clocks are synchronized (PTP) and whose users choose the instant.
   - Every timestamp is taken on the host (the start, the server's first and last byte, and the moment the receiver
     confirmed the last byte). Interval samples read the bytes the receiver acknowledged (C(TCP_INFO)).
   - The C(tcp) engine is built in (C(sendfile) from zero pages, C(splice) into C(/dev/null) on the receiver).
@@ -153,9 +156,21 @@ options:
         on a real lab).
     type: raw
   start_tolerance:
-    description: How late (seconds) a client may arrive at O(start_at) and still start.
+    description: With O(strict_start), how late (seconds) a client may start after O(start_at).
     type: float
     default: 0.001
+  strict_start:
+    description:
+      - Refuse to start (RV(flow.status=late)) when the flow would start more than O(start_tolerance) after
+        O(start_at). Without it a late flow starts and RV(flow.late_s) records it.
+    type: bool
+    default: false
+  streams:
+    description:
+      - With O(engine=tcp), parallel connections for this one flow; the volume is split between them and the flow
+        completes with its last stream. The server counts each as a client (O(expected_clients)).
+    type: int
+    default: 1
   timeout:
     description:
       - Seconds the flow may take. A client counts from O(start_at) and ends with RV(flow.status=timeout) when it
@@ -232,7 +247,8 @@ flow:
   type: dict
   contains:
     status:
-      description: V(ok), V(late) (refused to start), V(timeout), V(error), or V(skipped) in check mode.
+      description: V(ok), V(late) (refused to start, with O(strict_start)), V(timeout), V(error), V(aborted), or
+        V(skipped) in check mode.
       type: str
       sample: ok
     error:
@@ -249,7 +265,7 @@ flow:
       description: When the client started sending (epoch seconds, host clock).
       type: float
     late_s:
-      description: O(start_at) to the actual start (client), or how late it arrived when refused.
+      description: O(start_at) to the actual start (client); how late it was when refused.
       type: float
       sample: 0.000004
     last_byte_acked:

@@ -14,12 +14,12 @@ description:
     background and returns at once. V(collected), on the coordinating host (O(rendezvous.host)), waits for the step
     and returns every host's results. V(stopped), in a failed step's cleanup, ends a host's part by its PID.
   - Arm, then fire. Each host's part runs its servers, then connects its client flows to their servers and has them
-    admitted (the I(armed) state: connected, buffers ready), then tells the rendezvous. When every host of
+    admitted (I(armed) - connected, buffers ready), then tells the rendezvous. When every host of
     O(rendezvous.parties) has armed, the coordinator measures how long a message takes to reach them all, picks a
-    start instant that far ahead (twice the slowest probe round, plus half a millisecond) and sends it to every host
+    start instant that far ahead (three times the slowest of three probe rounds, plus 1 ms) and sends it to every host
     in that host's own clock (clock offsets are measured on the way). Every flow waits for the instant on an
     absolute timer (no spinning) and starts. How long Ansible takes to reach the hosts does not matter.
-  - Lateness is measured, never hidden. A flow's RV(step.hosts.clients.late_s) is its start minus the instant, and
+  - Lateness is measured, never hidden. A flow's C(late_s) (in RV(step.hosts)) is its start minus the instant, and
     its completion counts from the instant. With O(strict_start) a flow later than O(start_tolerance) refuses to
     start instead. The barrier report judges lateness against a bound (see C(docs/synchronized-start.md)).
   - A host that does not arm within O(arm_timeout) (its task failed, it cannot reach a server, its server cannot
@@ -192,7 +192,7 @@ options:
         elements: str
         required: true
       expected_flows:
-        description: The flow ids each host is to send (C({host: [flow_id, ...]})), so that the record names the
+        description: The flow ids each host is to send (host to a list of flow ids), so that the record names the
           flows of a host that never reported.
         type: dict
         default: {}
@@ -275,7 +275,8 @@ EXAMPLES = r"""
     party: "{{ inventory_hostname }}"
     token: "{{ step_token }}"
     step: barrier
-    servers: "{{ [{'address': lab_address, 'port': 18600, 'expected_clients': 3}] if inventory_hostname == 'sink' else [] }}"
+    servers: >-
+      {{ [{'address': lab_address, 'port': 18600, 'expected_clients': 3}] if inventory_hostname == 'sink' else [] }}
     clients: "{{ [] if inventory_hostname == 'sink' else [{'flow_id': inventory_hostname, 'address': '198.18.0.1',
                                                            'port': 18600, 'volume': '1GB'}] }}"
     rendezvous: {host: sink, address: 198.18.0.1, parties: [sink, worker1, worker2, worker3]}

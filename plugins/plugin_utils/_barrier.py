@@ -141,8 +141,8 @@ def _host_entry(host, flows, ok_keys, predicted):
         "start": min((f["start"] for f in flows if f.get("start") is not None), default=None),
         "throttle": ann.get("throttle"),
         "predicted_s": None,
-        "error": "; ".join("%s%s" % ("" if len(flows) == 1 else "flow %s: " % f.get("flow_id"), f.get("error")
-                                      or "no result") for f in bad) or None,
+        "error": "; ".join("%s%s" % ("" if len(flows) == 1 else "flow %s: " % f.get("flow_id"),
+                                     f.get("error") or "no result") for f in bad) or None,
     }
     if ok:
         entry["gbps"] = flows[0].get("gbps") if len(flows) == 1 else round(

@@ -11,12 +11,12 @@ import socket
 import time
 from datetime import datetime
 
+from .._flow_module_io import write_json_atomic
+from .._units import UnitError, parse_rate, parse_size
 from . import server as _flow_server
 from .engine import FlowError, FlowSpec
-from .._flow_module_io import write_json_atomic
 from .perftest import PerftestEngine, PerftestOptions
 from .tcp import TcpEngine
-from .._units import UnitError, parse_rate, parse_size
 
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),

@@ -24,9 +24,9 @@ import threading
 import time
 from dataclasses import dataclass, fields, replace
 
+from .._perftest import PerftestError, build_argv, find_gid_index, parse_text
 from .clock import set_normal, sleep_until
 from .engine import ClientFlow, FlowEngine, FlowError, refuse_if_late, send
-from .._perftest import PerftestError, build_argv, find_gid_index, parse_text
 
 
 def _exit_text(code):

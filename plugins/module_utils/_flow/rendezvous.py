@@ -148,7 +148,8 @@ class Coordinator:
         self.results = {}
         self.rejected = []
         self.errors = []
-        self.record = {"run": run_id, "coordinator_pid": os.getpid(), "parties": self.info, "hosts": self.results, "rejected": self.rejected,
+        self.record = {"run": run_id, "coordinator_pid": os.getpid(), "parties": self.info, "hosts": self.results,
+                       "rejected": self.rejected,
                        "mode": "fixed" if start_at is not None else "rendezvous", "status": "error", "error": None,
                        "started_at": clock()}
 
@@ -289,35 +290,40 @@ class Coordinator:
                     self.errors.append("%s: the rendezvous connection failed during the probe" % party)
                     return None
             answered = {}
-
-            def on_message(conn, msg, seq=seq, sent=sent, answered=answered):
-                if msg["op"] == "pong" and msg.get("seq") == seq:
-                    now = self.clock()
-                    rtt = now - sent[conn.party]
-                    offset = float(msg["t"]) - (sent[conn.party] + now) / 2
-                    answered[conn.party] = now
-                    best = self.info[conn.party].get("rtt_s")
-                    if best is None or rtt < best:
-                        self.info[conn.party].update(rtt_s=round(rtt, 6), offset_s=round(offset, 6))
-                elif msg["op"] in ("result", "arm_failed"):
-                    self.errors.append("%s left during the probe: %s" % (conn.party, msg.get("error") or (
-                        msg.get("result") or {}).get("error")))
-                    if msg["op"] == "result":
-                        self._store(conn, msg)
-                    return True
-                return len(answered) == len(self.expected)
-
+            on_message = self._pong_handler(seq, sent, answered)
             start = min(sent.values())
             self._poll(self.clock() + _PING_WAIT, on_message)
             if self.errors:
                 return None
             if len(answered) < len(self.expected):
                 late = [p for p in self.expected if p not in answered]
-                self.errors.append("%s did not answer the rendezvous probe within %.0f s" % (", ".join(late),
-                                                                                              _PING_WAIT))
+                self.errors.append("%s did not answer the rendezvous probe within %.0f s"
+                                   % (", ".join(late), _PING_WAIT))
                 return None
             fanouts.append(max(answered.values()) - start)
         return fanouts
+
+    def _pong_handler(self, seq, sent, answered):
+        """The message handler of probe round ``seq``: each pong gives a round trip and a clock offset (NTP's
+        midpoint estimate); the fastest round trip's offset is kept."""
+        def on_message(conn, msg):
+            if msg["op"] == "pong" and msg.get("seq") == seq:
+                now = self.clock()
+                rtt = now - sent[conn.party]
+                offset = float(msg["t"]) - (sent[conn.party] + now) / 2
+                answered[conn.party] = now
+                best = self.info[conn.party].get("rtt_s")
+                if best is None or rtt < best:
+                    self.info[conn.party].update(rtt_s=round(rtt, 6), offset_s=round(offset, 6))
+            elif msg["op"] in ("result", "arm_failed"):
+                self.errors.append("%s left during the probe: %s" % (conn.party, msg.get("error") or (
+                    msg.get("result") or {}).get("error")))
+                if msg["op"] == "result":
+                    self._store(conn, msg)
+                return True
+            return len(answered) == len(self.expected)
+
+        return on_message
 
     def _store(self, conn, msg):
         self.results[conn.party] = msg.get("result") or {}

@@ -140,4 +140,3 @@ def stop_and_collect(engine, spec, state_dir=DEFAULT_STATE_DIR, wait=10.0, kill=
     if killed:
         result["killed"] = killed
     return result
-

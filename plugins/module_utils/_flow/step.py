@@ -33,7 +33,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from .. import _tc  # noqa: F401  imported before the fork: the daemon outlives the module's zip file
+from .. import _tc
 from .._counters import snapshot
 from .._flow_module_io import write_json_atomic
 from .clock import set_normal, set_realtime, tight_timers
@@ -47,7 +47,9 @@ __all__ = ["HostPart", "start", "collect", "stop", "ENGINES", "paths", "record_p
 
 ENGINES = {cls.name: cls for cls in (TcpEngine, PerftestEngine)}
 # Everything the daemon runs is imported above, before the fork: Ansible removes the module's zip file (where these
-# modules come from) as soon as the task returns, and a lazy import in the daemon would then fail.
+# modules come from) as soon as the task returns, and a lazy import in the daemon would then fail. (_counters imports
+# _tc when it reads qdiscs: it is loaded here.)
+PRELOADED = (_tc,)
 GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 STOPPED = "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"
@@ -252,9 +254,9 @@ class _Daemon:
         self._gather()
 
     def _gather(self):
-        for i, (flow, (_spec, annotations)) in enumerate(zip(self.flows, self.part.clients)):
+        for i, (flow, (_spec, flow_annotations)) in enumerate(zip(self.flows, self.part.clients)):
             result = self.fired[i] if self.fired[i] is not None else flow.result
-            result["annotations"] = annotations
+            result["annotations"] = flow_annotations
             self.out["clients"].append(result)
             flow.close()
 
@@ -327,16 +329,16 @@ def start(part, state_dir, arm_timeout=None, bind=None):
             try:
                 listeners.append(engine.listen(spec))
             except OSError as exc:
-                raise OSError("cannot start the %s server on %s:%d: %s" % (engine.name, spec.address, spec.port,
-                                                                         exc.strerror or exc)) from None
+                raise OSError("cannot start the %s server on %s:%d: %s"
+                              % (engine.name, spec.address, spec.port, exc.strerror or exc)) from None
         if part.coordinates:
             spec = FlowSpec(role="server", address=part.rendezvous["address"], port=part.rendezvous["port"],
                             token=part.token, expected_clients=len(part.rendezvous["parties"]))
             try:
                 coordinator_listener = TcpEngine.listen(spec)
             except OSError as exc:
-                raise OSError("cannot start the rendezvous on %s:%d: %s" % (spec.address, spec.port,
-                                                                          exc.strerror or exc)) from None
+                raise OSError("cannot start the rendezvous on %s:%d: %s"
+                              % (spec.address, spec.port, exc.strerror or exc)) from None
             stale = record_path(state_dir, part.run)
             if os.path.exists(stale):
                 os.unlink(stale)

@@ -248,9 +248,10 @@ class TcpClient(ClientFlow):
             if len(self.socks) == 1:
                 outcomes[0] = self._stream(0, start, firsts[0])
             else:
-                threads = [threading.Thread(target=lambda i=i: outcomes.__setitem__(i, self._stream(i, start,
-                                                                                                   firsts[i])),
-                                            daemon=True) for i in range(len(self.socks))]
+                def stream(i):
+                    outcomes[i] = self._stream(i, start, firsts[i])
+
+                threads = [threading.Thread(target=stream, args=(i,), daemon=True) for i in range(len(self.socks))]
                 for thread in threads:
                     thread.start()
                 for thread in threads:

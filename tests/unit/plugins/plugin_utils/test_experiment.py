@@ -114,8 +114,8 @@ def test_host_args_fold_in_the_throttle_the_host_got():
 
 def test_host_args_for_perftest_carry_the_device_and_the_rate_limit():
     p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS)
-    args = host_args(p, "worker2", "s", "t", throttle={"mechanism": "perftest_sw", "flow_args": {"rate_limit": "2gbit"}},
-                     rdma_device="mlx5_0")
+    throttle = {"mechanism": "perftest_sw", "flow_args": {"rate_limit": "2gbit"}}
+    args = host_args(p, "worker2", "s", "t", throttle=throttle, rdma_device="mlx5_0")
     assert args["perftest"] == {"tool": "ib_read_bw", "device": "mlx5_0"}
     assert args["clients"][0]["rate_limit"] == "2gbit" and args["clients"][0]["source"] == "198.18.0.12"
     assert args["clients"][0]["port"] == 18601  # one perftest server process per client
