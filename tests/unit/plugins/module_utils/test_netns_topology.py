@@ -6,7 +6,7 @@ import signal
 import time
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import TopologyError, validate
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import Topology, TopologyError, validate
 
 
 def params(**kw):
@@ -115,3 +115,22 @@ def test_server_files_of_the_lab_are_removed_and_only_those(tmp_path):
     removed = Topology.remove_server_files(topo, str(tmp_path))
     assert removed == ["server-198.18.0.1-18600.json", "server-198.18.0.1-18600.pid", "server-2001_db8__1-18600.pid"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.txt", "server-198.18.0.100-18600.pid"]
+
+
+def test_lab_down_removes_the_files_of_ended_steps_and_keeps_a_running_ones(tmp_path):
+    import json
+
+    def write(name, data):
+        (tmp_path / name).write_text(json.dumps(data))
+
+    write("step-aaaa-worker1.pid", {"pid": 999999999})  # ended
+    write("step-aaaa-worker1.json", {"status": "error"})
+    write("step-aaaa-sink.rendezvous.json", {"coordinator_pid": 999999999})
+    write("step-bbbb-worker1.pid", {"pid": os.getpid()})  # a step still running (this process)
+    write("step-bbbb-worker1.json", {"status": "ok"})
+    write("server-198.18.0.1-18600.json", {})  # not a step's file: not this method's business
+    alive = lambda pid: pid == os.getpid()  # noqa: E731
+    removed = Topology.remove_step_files(str(tmp_path), alive)
+    assert removed == ["step-aaaa-sink.rendezvous.json", "step-aaaa-worker1.pid", "step-aaaa-worker1.json"]
+    assert sorted(os.listdir(tmp_path)) == ["server-198.18.0.1-18600.json", "step-bbbb-worker1.json",
+                                            "step-bbbb-worker1.pid"]
