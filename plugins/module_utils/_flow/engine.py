@@ -17,14 +17,73 @@ instant, so a late start is inside the figure. Only ``strict_start`` refuses a f
 from __future__ import annotations
 
 import abc
+import ipaddress
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from datetime import datetime
 
-__all__ = ["FlowSpec", "FlowEngine", "ClientFlow", "FlowError", "refuse_if_late", "send"]
+__all__ = ["FlowSpec", "FlowEngine", "ClientFlow", "FlowError", "PerftestOptions", "refuse_if_late", "send",
+           "check_address", "parse_instant"]
 
 
 class FlowError(Exception):
     """Bad input for an engine; the message names the parameter and the fix."""
+
+
+@dataclass
+class PerftestOptions:
+    """The perftest engine's options, with their defaults in this one place (the flow modules' argument specs take
+    theirs from here)."""
+
+    tool: str = "ib_write_bw"
+    device: str | None = None
+    ib_port: int = 1
+    gid_index: int | None = None
+    msg_size: int = 65536
+    qps: int = 1
+    rdma_cm: bool = False
+    rate_limit_gbps: float | None = None
+
+    @classmethod
+    def from_params(cls, params):
+        """From module parameters (None means the default)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (params or {}).items() if k in known and v is not None})
+
+
+def parse_instant(value, name="start_at"):
+    """An absolute wall-clock instant: epoch seconds (number or numeric string) or ISO 8601 with a zone."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise FlowError(
+            "%s: %r is not an instant; give epoch seconds (e.g. 1795941057.77) or ISO 8601 with a zone "
+            "(e.g. 2026-11-29T09:00:00.000+00:00)" % (name, value)
+        ) from None
+    if parsed.tzinfo is None:
+        raise FlowError(
+            "%s: %r has no time zone; add one (e.g. +00:00) so every host reads the same instant" % (name, value))
+    return parsed.timestamp()
+
+
+def check_address(value, name, allow_wildcard=False):
+    """A literal IP address (never a name); a wildcard only when asked for. FlowError names the parameter."""
+    try:
+        addr = ipaddress.ip_address(value)
+    except ValueError:
+        raise FlowError("%s: %r is not an IP address; give the lab address (e.g. 198.18.0.1)" % (name, value)) from None
+    if addr.is_unspecified and not allow_wildcard:
+        raise FlowError(
+            "%s: %s would listen on every interface; a flow server binds to the lab address only" % (name, value)
+        )
+    return str(addr)
 
 
 @dataclass

@@ -5,17 +5,16 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 import time
-from datetime import datetime
 
 from .._flow_module_io import write_json_atomic
 from .._units import UnitError, parse_rate, parse_size
 from . import server as _flow_server
-from .engine import FlowError, FlowSpec
-from .perftest import PerftestEngine, PerftestOptions
+from .engine import FlowError, FlowSpec, PerftestOptions, parse_instant
+from .engine import check_address as _check_address
+from .perftest import PerftestEngine
 from .tcp import TcpEngine
 
 ARGUMENT_SPEC = dict(
@@ -53,40 +52,6 @@ ARGUMENT_SPEC = dict(
 )
 MUTUALLY_EXCLUSIVE = [("volume", "duration")]
 REQUIRED_IF = [("role", "client", ("start_at",))]
-
-
-def parse_instant(value, name="start_at"):
-    """An absolute wall-clock instant: epoch seconds (number or numeric string) or ISO 8601 with a zone."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    text = str(value).strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise FlowError(
-            "%s: %r is not an instant; give epoch seconds (e.g. 1795941057.77) or ISO 8601 with a zone "
-            "(e.g. 2026-11-29T09:00:00.000+00:00)" % (name, value)
-        ) from None
-    if parsed.tzinfo is None:
-        raise FlowError(
-            "%s: %r has no time zone; add one (e.g. +00:00) so every host reads the same instant" % (name, value))
-    return parsed.timestamp()
-
-
-def _check_address(value, name, allow_wildcard=False):
-    try:
-        addr = ipaddress.ip_address(value)
-    except ValueError:
-        raise FlowError("%s: %r is not an IP address; give the lab address (e.g. 198.18.0.1)" % (name, value)) from None
-    if addr.is_unspecified and not allow_wildcard:
-        raise FlowError(
-            "%s: %s would listen on every interface; a flow server binds to the lab address only" % (name, value)
-        )
-    return str(addr)
 
 
 def build_spec(params, now=None):

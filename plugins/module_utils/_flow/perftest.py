@@ -22,11 +22,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 
 from .._perftest import PerftestError, build_argv, find_gid_index, parse_text
 from .clock import set_normal, sleep_until
-from .engine import ClientFlow, FlowEngine, FlowError, refuse_if_late, send
+from .engine import ClientFlow, FlowEngine, FlowError, PerftestOptions, refuse_if_late, send
 
 
 def _exit_text(code):
@@ -73,27 +73,6 @@ class WireWatch:
 
     def packets(self):
         return None if self.base is None or self.value is None else self.value - self.base
-
-
-@dataclass
-class PerftestOptions:
-    """The perftest engine's options, with their defaults in this one place (the flow modules' argument specs take
-    theirs from here)."""
-
-    tool: str = "ib_write_bw"
-    device: str | None = None
-    ib_port: int = 1
-    gid_index: int | None = None
-    msg_size: int = 65536
-    qps: int = 1
-    rdma_cm: bool = False
-    rate_limit_gbps: float | None = None
-
-    @classmethod
-    def from_params(cls, params):
-        """From module parameters (None means the default)."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (params or {}).items() if k in known and v is not None})
 
 
 def _options(spec, local_address):

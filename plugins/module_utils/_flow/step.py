@@ -33,23 +33,36 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from .. import _tc
 from .._counters import snapshot
 from .._flow_module_io import write_json_atomic
 from .clock import set_normal, set_realtime, tight_timers
 from .engine import FlowSpec
-from .perftest import PerftestEngine
 from .rendezvous import Coordinator, Party, RendezvousError, control_abort
 from .server import alive, run_id
 from .tcp import TcpEngine
 
-__all__ = ["HostPart", "start", "collect", "stop", "ENGINES", "paths", "record_path"]
+__all__ = ["HostPart", "start", "collect", "stop", "engine_class", "paths", "record_path"]
 
-ENGINES = {cls.name: cls for cls in (TcpEngine, PerftestEngine)}
-# Everything the daemon runs is imported above, before the fork: Ansible removes the module's zip file (where these
-# modules come from) as soon as the task returns, and a lazy import in the daemon would then fail. (_counters imports
-# _tc when it reads qdiscs: it is loaded here.)
-PRELOADED = (_tc,)
+# Everything the daemon runs is imported before the fork: Ansible removes the module's zip file (where these modules
+# come from) as soon as the task returns, and a lazy import in the daemon would then fail. What only some parts need
+# (the perftest engine; _tc, which _counters imports to read qdiscs) is imported by preload(), in the module's process.
+# Every host's task compiles what it imports (a module's zip has no bytecode): importing only what is needed keeps
+# the task cheap on a 32-host lab.
+
+
+def engine_class(name):
+    if name == "perftest":
+        from .perftest import PerftestEngine
+
+        return PerftestEngine
+    return TcpEngine
+
+
+def preload(part):
+    """Import, before the fork, what this part's daemon will need."""
+    engine_class(part.engine)
+    if part.counters and part.counters.get("qdiscs"):
+        from .. import _tc  # noqa: F401  pylint: disable=unused-import
 GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 STOPPED = "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"
@@ -114,7 +127,7 @@ class _Daemon:
         self.listeners = listeners
         self.coordinator_listener = coordinator_listener
         self.arm_deadline = arm_deadline
-        self.engine = ENGINES[part.engine]()
+        self.engine = engine_class(part.engine)()
         self.stop = threading.Event()
         self.abort_reason = None
         self.flows = [self.engine.client(spec) for spec, _ann in part.clients]
@@ -316,7 +329,8 @@ class _Daemon:
 def start(part, state_dir, arm_timeout=None, bind=None):
     """Start the host's part in the background; returns its description. Raises OSError when a server or the
     coordinator cannot listen (with the reason), before anything is started."""
-    engine = ENGINES[part.engine]()
+    preload(part)
+    engine = engine_class(part.engine)()
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
     result_path, pid_path = paths(state_dir, part.run, part.party)
     for stale in (result_path, pid_path):

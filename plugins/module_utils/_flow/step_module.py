@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from .. import _units
 from . import step as _step
-from .engine import FlowError, FlowSpec
-from .module import _check_address, parse_instant
-from .perftest import PerftestOptions
+from .engine import FlowError, FlowSpec, PerftestOptions, parse_instant
+from .engine import check_address as _check_address
 from .server import DEFAULT_STATE_DIR
 
 _PERFTEST = PerftestOptions()
