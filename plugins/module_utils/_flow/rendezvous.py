@@ -287,7 +287,8 @@ class Coordinator:
             for party in self.expected:
                 sent[party] = self.clock()
                 if not self._send(self.by_party[party], "ping", seq=seq):
-                    self.errors.append("%s: the rendezvous connection failed during the probe" % party)
+                    self.errors.append("%s: its step process ended without a result (the rendezvous connection "
+                                       "failed during the probe)" % party)
                     return None
             answered = {}
             on_message = self._pong_handler(seq, sent, answered)
