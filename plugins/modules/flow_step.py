@@ -196,6 +196,14 @@ options:
           flows of a host that never reported.
         type: dict
         default: {}
+      wait_for_collect:
+        description:
+          - The step fires only once every host has armed B(and) the V(collected) task has started on the coordinating
+            host. From then on that task only waits (blocked on a socket), so nothing of Ansible's runs on the hosts
+            while the flows do - on a 1-vCPU VM the start of an Ansible module costs a second of CPU. Without it the
+            step fires as soon as every host has armed.
+        type: bool
+        default: true
       annotations:
         description: Facts about the step that the record carries to the barrier report (its kind, its workers), so
           that a step in which no host reported is still reported as what it was.

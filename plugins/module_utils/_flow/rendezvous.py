@@ -39,7 +39,7 @@ import time
 
 from .clock import set_normal, set_realtime
 
-__all__ = ["Channel", "Coordinator", "Party", "RendezvousError", "control_abort", "PROBES"]
+__all__ = ["Channel", "Coordinator", "Party", "RendezvousError", "control_abort", "control_collect", "PROBES"]
 
 PROBES = 3
 _PING_WAIT = 5.0  # seconds the coordinator waits for every pong of one round
@@ -132,7 +132,7 @@ class Coordinator:
     """Arms, probes, fires and collects one step. ``run()`` returns the step's record (also when it failed)."""
 
     def __init__(self, listener, run_id, parties, arm_deadline, timeout, start_at=None, grace=30.0,
-                 clock=time.time):
+                 clock=time.time, wait_for_controller=False):
         self.listener = listener
         self.run_id = run_id
         self.expected = list(parties)
@@ -140,6 +140,8 @@ class Coordinator:
         self.timeout = timeout
         self.start_at = start_at
         self.grace = grace
+        self.wait_for_controller = wait_for_controller
+        self.controller_at = None
         self.clock = clock
         self.sel = selectors.DefaultSelector()
         self.conns = {}
@@ -229,6 +231,11 @@ class Coordinator:
             self.errors.append(msg.get("error") or "aborted by the controller")
             self._send(conn, "ack")
             return True
+        if conn.control and op == "collecting":
+            # the controller's collect task is running (and from now on only waits): the step may fire
+            self.controller_at = self.clock()
+            self._send(conn, "ack")
+            return on_message(conn, msg)
         if conn.party is None:
             self._drop(conn)
             return False
@@ -262,14 +269,23 @@ class Coordinator:
                 self.errors.append("%s ended before the step was fired: %s" % (
                     conn.party, (msg.get("result") or {}).get("error")))
                 return True
-            return all("armed_at" in self.info[p] for p in self.expected)
+            return ready()
 
-        if all("armed_at" in self.info[p] for p in self.expected):
+        def ready():
+            return all("armed_at" in self.info[p] for p in self.expected) and (
+                self.controller_at is not None or not self.wait_for_controller)
+
+        if ready():
             return True
         if self._poll(self.arm_deadline, on_message):
             return not self.errors
         missing = [p for p in self.expected if "armed_at" not in self.info[p]]
         now = self.clock()
+        if not missing:
+            self.errors.append("every host armed, but the controller did not come to collect the step within the arm "
+                               "timeout (%.1f s after the rendezvous opened): was the collect task run?"
+                               % (now - self.record["started_at"]))
+            return False
         for party in missing:
             self.info[party]["not_armed"] = True
         armed = len(self.expected) - len(missing)
@@ -367,6 +383,7 @@ class Coordinator:
             now = self.clock()
             at = self.start_at if self.start_at is not None else now + margin
             self.record["fire"] = {"at": at, "margin_s": margin if self.start_at is None else None,
+                                   "controller_at": self.controller_at,
                                    "probe_fanout_s": [round(f, 6) for f in fanouts], "decided_at": now,
                                    "armed_last_at": max(self.info[p]["armed_at"] for p in self.expected)}
             for party in self.expected:
@@ -518,3 +535,28 @@ def control_abort(address, port, run_id, error, timeout=5.0):
             return bool(msg and msg.get("op") == "ack")
     except (OSError, EOFError):
         return False
+
+
+def control_collect(address, port, run_id, wait, timeout=5.0):
+    """Tell a coordinator that the controller is collecting (the step may fire: nothing of the controller's runs on
+    the hosts any more), then block - without polling - until it closes the connection at the end of the step.
+    Returns "ended" (the coordinator closed), "timeout" (``wait`` passed) or "unreachable"."""
+    try:
+        sock = socket.create_connection((address, port), timeout=timeout)
+    except OSError:
+        return "unreachable"
+    channel = Channel(sock)
+    try:
+        channel.send("hello", run=run_id, control=True)
+        channel.send("collecting")
+        end = time.time() + wait
+        while time.time() < end:
+            try:
+                channel.recv(min(60.0, max(0.01, end - time.time())))
+            except (EOFError, OSError):
+                return "ended"
+        return "timeout"
+    except OSError:
+        return "ended"
+    finally:
+        channel.close()

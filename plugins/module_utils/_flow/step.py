@@ -37,7 +37,7 @@ from .._counters import snapshot
 from .._flow_module_io import write_json_atomic
 from .clock import set_normal, set_realtime, tight_timers
 from .engine import FlowSpec
-from .rendezvous import Coordinator, Party, RendezvousError, control_abort
+from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect
 from .server import alive, run_id
 from .tcp import TcpEngine
 
@@ -316,7 +316,7 @@ class _Daemon:
         try:
             coordinator = Coordinator(self.coordinator_listener, part.run, part.rendezvous["parties"],
                                       self.arm_deadline, part.timeout, start_at=part.rendezvous.get("start_at"),
-                                      grace=GRACE)
+                                      grace=GRACE, wait_for_controller=part.rendezvous.get("wait_for_collect", True))
             record = coordinator.run()
         except Exception as exc:  # noqa: BLE001  the controller must get a record whatever happened
             record["error"] = "the coordinator crashed: %r" % (exc,)
@@ -423,6 +423,10 @@ def collect(part, state_dir, wait, missing=()):
                                                "unreachable, or left out by --limit)" % ", ".join(missing))
     deadline = time.time() + wait
     _result_path, pid_path = paths(state_dir, part.run, part.party)
+    # Say "collecting" (the step may fire: from now on this task only waits, so nothing of Ansible's competes with
+    # the flows) and block until the coordinator closes the connection at the end of the step.
+    if not os.path.exists(path):
+        control_collect(address, port, part.run, wait)
     gone_since = None
     while not os.path.exists(path) and time.time() < deadline:
         # the coordinating part is gone without a record (its start failed, or it was killed): no use waiting
@@ -431,7 +435,7 @@ def collect(part, state_dir, wait, missing=()):
             gone_since = gone_since or time.time()
             if time.time() - gone_since > 2.0:
                 break
-        time.sleep(0.05)
+        time.sleep(0.1)
     record = _read(path)
     if record is None and gone_since is not None:
         part_result = _read(_result_path) or {}

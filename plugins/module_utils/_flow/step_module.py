@@ -54,6 +54,7 @@ ARGUMENT_SPEC = dict(
         port=dict(type="int", default=18599),
         parties=dict(type="list", elements="str", required=True),
         expected_flows=dict(type="dict", default={}),
+        wait_for_collect=dict(type="bool", default=True),
         annotations=dict(type="dict", default={}),
         start_at=dict(type="raw"),
     )),
