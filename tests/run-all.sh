@@ -20,11 +20,11 @@ leftovers() {
   local left files procs
   left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^aflt-' || true)
   if [ -n "$left" ]; then echo "namespaces left behind by the tests: $left"; return 1; fi
-  files=$(ls /run/aifabric-lab/server-198.18.* 2>/dev/null || true)
-  if [ -n "$files" ]; then echo "background server files left behind: $files"; return 1; fi
+  files=$(ls /run/aifabric-lab/server-198.18.* /run/aifabric-lab/step-* 2>/dev/null || true)
+  if [ -n "$files" ]; then echo "background server or step files left behind: $files"; return 1; fi
   procs=$(pgrep -af 'AnsiballZ_flow|aflt-' || true)
   if [ -n "$procs" ]; then echo "processes left behind: $procs"; return 1; fi
-  echo "no aflt-* namespace, no server file, no flow process"
+  echo "no aflt-* namespace, no server or step file, no flow process"
 }
 tier "ruff" ruff check plugins tests benchmarks
 tier "ansible-lint (production profile)" ansible-lint --profile production roles playbooks tests/vmlab
