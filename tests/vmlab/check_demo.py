@@ -9,8 +9,14 @@ report = json.load(open(sys.argv[1]))
 assert step["status"] == "ok", step.get("failed")
 w = {x["host"]: x for x in step["workers"]}
 factor = 1024 / (1024 + 58)
-mbit = {"mbit": 1e6, "kbit": 1e3, "gbit": 1e9}
-rate = lambda text: float(text[:-4]) * mbit[text[-4:]] / 1e6  # noqa: E731  mbit
+UNITS = {"mbit": 1e6, "kbit": 1e3, "gbit": 1e9}
+
+
+def rate(text):
+    """Mb/s of a tc rate like 40mbit."""
+    return float(text[:-4]) * UNITS[text[-4:]] / 1e6
+
+
 link, throttle = rate(step["bottleneck"]), rate(w["vm2b"]["throttle"])
 for host, share in (("vm2", link - throttle), ("vm2b", throttle)):
     assert abs(w[host]["gbps"] / (share * factor / 1000) - 1) < 0.05, (host, w[host]["gbps"], share)

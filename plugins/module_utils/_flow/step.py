@@ -63,6 +63,8 @@ def preload(part):
     engine_class(part.engine)
     if part.counters and part.counters.get("qdiscs"):
         from .. import _tc  # noqa: F401  pylint: disable=unused-import
+
+
 GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 STOPPED = "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"

@@ -129,7 +129,10 @@ def test_lab_down_removes_the_files_of_ended_steps_and_keeps_a_running_ones(tmp_
     write("step-bbbb-worker1.pid", {"pid": os.getpid()})  # a step still running (this process)
     write("step-bbbb-worker1.json", {"status": "ok"})
     write("server-198.18.0.1-18600.json", {})  # not a step's file: not this method's business
-    alive = lambda pid: pid == os.getpid()  # noqa: E731
+
+    def alive(pid):
+        return pid == os.getpid()
+
     removed = Topology.remove_step_files(str(tmp_path), alive)
     assert removed == ["step-aaaa-sink.rendezvous.json", "step-aaaa-worker1.pid", "step-aaaa-worker1.json"]
     assert sorted(os.listdir(tmp_path)) == ["server-198.18.0.1-18600.json", "step-bbbb-worker1.json",
