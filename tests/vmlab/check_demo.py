@@ -30,12 +30,17 @@ assert step["late_max_s"] <= step["late_bound_s"], step
 c = step["counters"]
 # error counters stay zero, except soft-RoCE's own retries: a CPU-bound TCG guest now and then answers an ACK late
 # and the requester retries once (completer_retry_err) - the RDMA transport doing its job, not a fault of the lab
+retried = set()
 if not c["verdict"].startswith("all error counters zero"):
     moved = c["verdict"].split("error counters moved: ", 1)[1].split(";", 1)[0].split(", ")
     assert all("retry" in m.split()[0] for m in moved), c["verdict"]
+    retried = {m.split(":", 1)[0] for m in moved}
 checks = {(h, k["counter"]): k for h, x in c["hosts"].items() for k in x["checks"]}
 # vm2b's own books agree with its bytes; vm2's data0 also carries vm2b's frames (mv0 sits on it): flagged, as it must
-assert checks[("vm2b", "qdisc mv0")]["agrees"] and checks[("vm2b", "netdev mv0 tx")]["agrees"], checks
+# (a host whose requester retried sent those packets twice: its books run over by what was resent, never under)
+for counter in ("qdisc mv0", "netdev mv0 tx"):
+    check = checks[("vm2b", counter)]
+    assert check["agrees"] or ("vm2b" in retried and 0 < check["difference"] < 0.05), (counter, check, c["verdict"])
 assert not checks[("vm2", "netdev data0 tx")]["agrees"] and any(d.startswith("vm2: ") for d in c["disagreements"])
 print("vmlab demo OK: vm2 %.4f Gb/s, vm2b %.4f Gb/s (throttled), vm2 idle %.0f%% (predicted %.0f%%), "
       "errors %+.1f%% %+.1f%%, start skew %.2f ms, clock offsets %s" % (
