@@ -4,8 +4,9 @@ For each size, a netns lab (aflb-skew-*: the workers and one sink) runs, in the 
 
 * the barrier playbook with ``barrier_steps=20`` (every host arms, the rendezvous fires them all at one instant);
 * a naive fan-out: 20 steps in which every client starts the moment Ansible runs its task (what a plain fan-out does);
-* the barrier playbook with one step, three times, for the orchestration overhead: the playbook's wall time minus the
-  step's time (the first byte to the last worker's confirmation).
+* the barrier playbook with one step, three times each way, for the orchestration overhead: the playbook's wall time
+  minus the step's time (the first byte to the last worker's confirmation) - with one task starting every host's part
+  (the netns lab's default) and with a task per host (``barrier_batch_start=false``, as over SSH).
 
 Skew of a step = max - min of its flows' first-byte instants, host clocks (the netns lab has one clock; the rendezvous
 records each flow's start against the instant it fired in that host's own clock). Printed per size: steps completed
@@ -146,12 +147,12 @@ def naive(env, inv, work, n, steps, volume):
     return skews, failed
 
 
-def overhead(env, inv, runs, volume, repeats=3):
+def overhead(env, inv, runs, volume, repeats=3, batch=True):
     figures = []
     for _repeat in range(repeats):
         before = set(glob.glob(os.path.join(runs, "*")))
         _proc, wall = playbook(env, inv, "playbooks/barrier.yml", "-e", "barrier_volume=%s" % volume,
-                               "-e", '{"barrier_throttles": {}}', check=False)
+                               "-e", '{"barrier_throttles": {}}', "-e", "barrier_batch_start=%s" % batch, check=False)
         step = json.load(open(os.path.join(new_run(runs, before), "report.json")))["steps"][0]
         if step["status"] == "ok":
             figures.append(wall - step["step_s"])
@@ -178,9 +179,10 @@ def main():
                 synced, synced_failed = rendezvous(env, inv, runs, args.steps, args.volume)
                 plain, plain_failed = naive(env, inv, work, n, args.steps, args.volume)
                 over = overhead(env, inv, runs, args.volume)
+                over_per_host = overhead(env, inv, runs, args.volume, batch=False)
             finally:
                 playbook(env, inv, "playbooks/lab_down.yml", check=False)
-            rows.append((n, synced, synced_failed, plain, plain_failed, over))
+            rows.append((n, synced, synced_failed, plain, plain_failed, over, over_per_host))
             for line in synced_failed:
                 print("%2d workers, rendezvous, failed %s" % (n, line))
             print("%2d workers done: rendezvous %d/%d steps, naive %d/%d" % (
@@ -190,9 +192,10 @@ def main():
     print()
     print("start skew (first byte, max - min over a step's flows), %d steps per size, volume %s per flow"
           % (args.steps, args.volume))
-    print("%-8s %-12s %9s %7s %9s %9s %9s %10s %13s" % ("workers", "start", "completed", "failed", "p50 ms",
-                                                        "p99 ms", "max ms", "tighter", "overhead s"))
-    for n, synced, sf, plain, pf, over in rows:
+    print("%-8s %-12s %9s %7s %9s %9s %9s %10s %22s %22s" % (
+        "workers", "start", "completed", "failed", "p50 ms", "p99 ms", "max ms", "tighter", "overhead s",
+        "overhead s, per host"))
+    for n, synced, sf, plain, pf, over, over_per_host in rows:
         for how, skews, failed in (("rendezvous", synced, sf), ("naive", plain, pf)):
             if skews:
                 figures = (pct(skews, 0.5), pct(skews, 0.99), max(skews))
@@ -201,12 +204,13 @@ def main():
             tighter = ""
             if how == "rendezvous" and synced and plain:
                 tighter = "%.0fx" % (pct(plain, 0.99) / max(pct(synced, 0.99), 1e-6))
-            cost = ("%.2f (median of %d)" % (statistics.median(over), len(over))) if how == "rendezvous" and over \
-                else ""
-            print("%-8d %-12s %9d %7d %9.3f %9.3f %9.3f %10s %13s" % ((n, how, len(skews), len(failed)) + figures
-                                                                      + (tighter, cost)))
+            costs = [("%.2f (median of %d)" % (statistics.median(o), len(o))) if how == "rendezvous" and o else ""
+                     for o in (over, over_per_host)]
+            print("%-8d %-12s %9d %7d %9.3f %9.3f %9.3f %10s %22s %22s" % (
+                (n, how, len(skews), len(failed)) + figures + (tighter,) + tuple(costs)))
     print("tighter: the naive fan-out's p99 skew over the rendezvous' p99 skew; overhead: the one-step barrier "
-          "playbook's wall time minus its step time")
+          "playbook's wall time minus its step time - with one task starting every host's part (the netns lab's "
+          "default), and with a task per host (barrier_batch_start=false, as over SSH)")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,10 @@ leftovers() {
   files=$(ls /run/aifabric-lab/server-198.18.* /run/aifabric-lab/step-* 2>/dev/null || true)
   if [ -n "$files" ]; then echo "background server or step files left behind: $files"; return 1; fi
   procs=$(pgrep -af 'AnsiballZ_flow|aflt-' || true)
+  # a step part or background server detaches (double fork): it runs this checkout's Python, its parent is init
+  procs+=$(ps -eo pid=,ppid=,args= | awk -v py="$root/.venv/bin/python" '$2 == 1 && index($3, py) == 1' || true)
   if [ -n "$procs" ]; then echo "processes left behind: $procs"; return 1; fi
-  echo "no aflt-* namespace, no server or step file, no flow process"
+  echo "no aflt-* namespace, no server or step file, no flow process, no detached step or server"
 }
 tier "ruff" ruff check plugins tests benchmarks
 tier "ansible-lint (production profile)" ansible-lint --profile production roles playbooks tests/vmlab

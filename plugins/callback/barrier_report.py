@@ -203,7 +203,7 @@ class CallbackModule(CallbackBase):
             self._starts[step] = _start_summary(record)
             self._write("add_start", step, self._starts[step])
 
-    def _record_step_task(self, result, unreachable=False):
+    def _record_step_task(self, result, unreachable=False, failed=False):
         res = result._result
         if "results" in res:
             return  # a loop: its items came one by one (v2_runner_item_on_*)
@@ -215,19 +215,38 @@ class CallbackModule(CallbackBase):
             self._add_step_record(res["step"], fill_only=state == "stopped")
         if isinstance(res.get("part"), dict) and state == "stopped":
             self._add_part(step, host, res["part"], fill_only=True)
-        if unreachable or res.get("failed"):
-            cause = res.get("msg") or "unreachable"
-            if unreachable:
-                cause = "unreachable: %s" % cause
-            for client in args.get("clients") or []:
-                if isinstance(client, dict) and client.get("flow_id"):
-                    self._add_flow(step, host, {"flow_id": client["flow_id"], "status": "error", "error": cause,
-                                                "annotations": client.get("annotations") or {}})
+        if not (unreachable or failed or res.get("failed")):
+            return
+        cause = res.get("msg") or "unreachable"
+        if unreachable:
+            cause = "unreachable: %s" % cause
+        if isinstance(args.get("parts"), list):
+            # one task started every host's part (the netns lab): a host that could not start says why itself
+            # (and the hosts that did start were stopped because of it)
+            errors = {p.get("host"): p.get("error") for p in res.get("parts") or [] if isinstance(p, dict)
+                      and p.get("status") != "started"}
+            why = "; ".join("%s could not start its part: %s" % item for item in sorted(errors.items()))
+            for part in args["parts"]:
+                if not isinstance(part, dict):
+                    continue
+                party = part.get("party")
+                self._failed_clients(step, party, part.get("clients"),
+                                     cause if not errors else "could not start: %s" % errors[party]
+                                     if party in errors else "not started: %s" % why)
+            return
+        self._failed_clients(step, host, args.get("clients"), cause)
 
-    def _record(self, result, status_override=None):
+    def _failed_clients(self, step, host, clients, cause):
+        for client in clients or []:
+            if isinstance(client, dict) and client.get("flow_id"):
+                self._add_flow(step, host, {"flow_id": client["flow_id"], "status": "error", "error": cause,
+                                            "annotations": client.get("annotations") or {}})
+
+    def _record(self, result, status_override=None, failed=False):
         task = result._task
         if task.action in _STEP_ACTIONS:
-            self._record_step_task(result, unreachable=status_override == "unreachable")
+            # (ansible-core 2.19 hands a failed task's result to v2_runner_on_failed without its "failed" key)
+            self._record_step_task(result, unreachable=status_override == "unreachable", failed=failed)
             return
         if task.action not in _FLOW_ACTIONS:
             return
@@ -269,7 +288,7 @@ class CallbackModule(CallbackBase):
         self._record(result)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
-        self._record(result)
+        self._record(result, failed=True)
 
     def v2_runner_on_unreachable(self, result):
         self._record(result, status_override="unreachable")
@@ -280,7 +299,7 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_item_on_failed(self, result):
         if result._task.action in _STEP_ACTIONS:
-            self._record(result)
+            self._record(result, failed=True)
 
     # -- reporting --------------------------------------------------------------------------------------------
     def v2_playbook_on_stats(self, stats):

@@ -52,7 +52,6 @@ seealso:
 """
 
 import os
-import re
 import shlex
 import shutil
 
@@ -60,11 +59,9 @@ import ansible.constants as C
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.connection.local import Connection as LocalConnection
 from ansible.utils.display import Display
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import NETNS_RUN_DIR, valid_name
 
 display = Display()
-
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-NETNS_RUN_DIR = "/run/netns"
 
 
 def netns_command(ip_executable, name, cmd, shell):
@@ -81,7 +78,7 @@ class Connection(LocalConnection):
     def _netns(self):
         prefix = self.get_option("netns_prefix") or ""
         name = prefix + (self.get_option("netns_name") or self._play_context.remote_addr)
-        if not name or not _NAME.match(name) or name in (".", ".."):
+        if not valid_name(name):
             raise AnsibleConnectionFailure(
                 "netns: %r is not a valid namespace name (letters, digits, '.', '_', '-'; at most 64 characters). "
                 "Set ansible_netns_name for this host." % (name,))

@@ -10,7 +10,12 @@ from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitErr
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import diff as _counters_diff
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import verdict as _counters_verdict
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, host_args, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import (
+    ExperimentError,
+    batch_args,
+    host_args,
+    plan,
+)
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import max_min_rates, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run as _render_run
@@ -56,6 +61,24 @@ def flow_step_args(the_plan, host, step, token, throttle=None, interface="eth0",
                      rdma_device=rdma_device or None)
 
 
+def flow_step_batch_args(the_plan, step, token, throttles=None, hostvars=None, interface="eth0", only=None):
+    if not isinstance(the_plan, dict) or "participants" not in the_plan:
+        raise AnsibleFilterError("flow_step_batch_args: give the flow_plan filter's result")
+    by_host = {}
+    for result in throttles or []:
+        if isinstance(result, dict) and result.get("item") and not result.get("skipped"):
+            by_host[result["item"]] = result
+    interfaces = {}
+    for host in the_plan["participants"]:
+        hv = (hostvars or {}).get(host) or {}
+        interfaces[host] = hv.get("experiment_interface") or hv.get("lab_interface") or interface
+    try:
+        return batch_args(the_plan, str(step), str(token), throttles=by_host, interfaces=interfaces,
+                          only=list(only) if only is not None else None)
+    except ExperimentError as exc:
+        raise AnsibleFilterError("flow_step_batch_args: %s" % exc) from None
+
+
 def netns_lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_group="sinks",
                     workers_group="workers"):
     try:
@@ -89,6 +112,6 @@ def counters_diff(before, after, slower_than_fair_share=None):
 class FilterModule:
     def filters(self):
         return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
-                "flow_step_args": flow_step_args,
+                "flow_step_args": flow_step_args, "flow_step_batch_args": flow_step_batch_args,
                 "netns_lab_hosts": netns_lab_hosts, "render_run": render_run,
                 "rate_bps": rate_bps, "counters_diff": counters_diff}

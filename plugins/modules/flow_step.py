@@ -52,9 +52,10 @@ options:
     default: started
     choices: [started, collected, stopped]
   party:
-    description: This host's name in the step (the playbooks pass C(inventory_hostname)).
+    description:
+      - This host's name in the step (the playbooks pass C(inventory_hostname)).
+      - Exactly one of O(party) and O(parts).
     type: str
-    required: true
   token:
     description:
       - The step's random token, the same on every host. Servers admit only its flows and the rendezvous only its
@@ -101,7 +102,7 @@ options:
         description: Connect the QPs through the RDMA connection manager (perftest's C(-R)).
         type: bool
         default: false
-  servers:
+  servers: &servers
     description: The flow servers this host runs for the step.
     type: list
     elements: dict
@@ -128,7 +129,7 @@ options:
       duration:
         description: With perftest, the flows' duration in seconds instead of a volume.
         type: float
-  clients:
+  clients: &clients
     description: The client flows this host sends, all fired at the step's instant.
     type: list
     elements: dict
@@ -187,10 +188,12 @@ options:
         type: int
         default: 18599
       parties:
-        description: Every host of the step (those with servers or clients); the step fires when all have armed.
+        description:
+          - Every host of the step (those with servers or clients); the step fires when all have armed.
+          - Required on the coordinating host; another host's part does not need it (when given, its O(party) must
+            be listed).
         type: list
         elements: str
-        required: true
       expected_flows:
         description: The flow ids each host is to send (host to a list of flow ids), so that the record names the
           flows of a host that never reported.
@@ -212,7 +215,7 @@ options:
       start_at:
         description: A fixed start instant (epoch seconds or ISO 8601 with a zone) instead of the measured one.
         type: raw
-  counters:
+  counters: &counters
     description: The counters this host snapshots before arming and after the step (see M(aifabric.lab.port_counters)).
     type: dict
     suboptions:
@@ -234,6 +237,29 @@ options:
         type: list
         elements: str
         default: []
+  parts:
+    description:
+      - With O(state=started), several hosts' parts started by one task, each inside its own network namespace of
+        the machine the task runs on (the netns lab, where every host is a namespace of one machine). One task
+        instead of one per host takes Ansible's per-host cost off a large lab's step; what each part does is the same.
+      - Every entry is what a host's own task would give in O(party), O(servers), O(clients) and O(counters), plus
+        its namespace. The other options are common to every part.
+      - When any part cannot start (a taken port, a missing namespace), the task fails naming each such host and the
+        reason, and the step is aborted through its rendezvous, so every other part ends at once.
+    type: list
+    elements: dict
+    suboptions:
+      party:
+        description: The host's name in the step.
+        type: str
+        required: true
+      netns:
+        description: The host's network namespace (a name under C(/run/netns)).
+        type: str
+        required: true
+      servers: *servers
+      clients: *clients
+      counters: *counters
   arm_timeout:
     description:
       - Seconds, from the start of a host's part, within which every host must arm. A host that has not armed by
@@ -300,6 +326,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+parts:
+  description: With O(parts), what was started for each host (as RV(part)), with C(host) and C(netns); a host
+    that could not start has C(status=failed) and C(error).
+  returned: parts is given
+  type: list
+  elements: dict
 part:
   description: With O(state=started), what was started (PID, servers, clients); with O(state=stopped), the host's
     result file, if it wrote one.
@@ -334,11 +366,17 @@ signal:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._flow.step_module import ARGUMENT_SPEC, run_module
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.step_module import (
+    ARGUMENT_SPEC,
+    MUTUALLY_EXCLUSIVE,
+    REQUIRED_ONE_OF,
+    run_module,
+)
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE,
+                           required_one_of=REQUIRED_ONE_OF, supports_check_mode=True)
     run_module(module)
 
 

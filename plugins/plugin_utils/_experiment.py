@@ -23,6 +23,7 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     strict_start: false      # true: a flow later than start_tolerance refuses to start (on the host)
     start_tolerance: 0.001   # with strict_start, seconds
     start_at: null           # a fixed start instant (PTP-synchronized labs) instead of the rendezvous' own
+    batch_start: true        # netns lab, tcp: one task starts every host's part (see batch_args)
 
 ``plan()`` returns per-host roles (servers to run, client flows to send, throttles to apply) and each flow's path of
 links with rates, which the barrier report's fair-share prediction reads. New patterns add a function to PATTERNS;
@@ -36,7 +37,7 @@ import ipaddress
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import roce_goodput
 
-__all__ = ["ExperimentError", "plan", "host_args", "PATTERNS"]
+__all__ = ["ExperimentError", "plan", "host_args", "common_args", "batch_args", "PATTERNS"]
 
 
 class ExperimentError(ValueError):
@@ -60,7 +61,8 @@ PATTERNS = {"incast": _incast, "ring": _ring}
 NEEDS_SINK = {"incast"}
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
-          "arm_timeout", "streams", "start_at", "coordinator", "control_port"}
+          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start"}
+_NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
 
 
 def _address(hostvars, host):
@@ -71,6 +73,16 @@ def _address(hostvars, host):
         return str(ipaddress.ip_interface(addr).ip)
     except ValueError:
         raise ExperimentError("host %s: lab_address %r is not an IP address" % (host, addr)) from None
+
+
+def _netns(hostvars, host):
+    """The network namespace that is ``host`` when the inventory reaches it with the netns connection (the name
+    the connection enters: ansible_netns_prefix + ansible_netns_name, else the host's address or name); else None."""
+    hv = hostvars.get(host) or {}
+    if hv.get("ansible_connection") not in _NETNS_CONNECTIONS:
+        return None
+    name = hv.get("ansible_netns_name") or hv.get("ansible_host") or host
+    return str(hv.get("ansible_netns_prefix") or "") + str(name)
 
 
 def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch"):
@@ -168,12 +180,16 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     control_port = experiment.get("control_port", port - 1)
     if isinstance(control_port, bool) or not isinstance(control_port, int) or not 1024 <= control_port <= 65535:
         raise ExperimentError("experiment.control_port: %r; give a port from 1024 to 65535" % (control_port,))
+    batch = experiment.get("batch_start", True)
+    if not isinstance(batch, bool):
+        raise ExperimentError("experiment.batch_start: %r; give true or false" % (batch,))
     name = str(experiment.get("name") or kind)
     hosts = {}
 
     def host_entry(host):
         return hosts.setdefault(
-            host, {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host)})
+            host, {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host),
+                   "netns": _netns(hostvars, host)})
 
     bottlenecks = {}
     sent = {}
@@ -258,6 +274,9 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         "sources": sorted(h for h, e in hosts.items() if e["clients"]),
         "destinations": sorted(h for h, e in hosts.items() if e["servers"]),
         "throttled": sorted(h for h, e in hosts.items() if e["throttle"]),
+        # Every host a namespace of the controller's machine (the netns lab): one task can start them all. Not for
+        # perftest, whose RDMA device is set per host.
+        "batch_start": batch and engine == "tcp" and all(hosts[h]["netns"] for h in participants),
     }
 
 
@@ -288,6 +307,13 @@ def host_args(the_plan, host, step, token, throttle=None, interface="eth0", rdma
         out = dict(server)
         out["volume" if perftest else "max_bytes"] = the_plan["volume"] if perftest else the_plan["volume"] * 2
         servers.append(out)
+    rendezvous = dict(the_plan["rendezvous"], annotations={
+        "kind": the_plan["kind"], "pattern": the_plan["pattern"], "bottleneck": the_plan["line_rate"],
+        "expected_workers": the_plan["sources"], "late_bound": the_plan["late_bound"]})
+    if host != rendezvous["host"]:
+        # only the coordinating host needs every host and every flow (32 hosts would otherwise get 32x32 entries)
+        for key in ("parties", "expected_flows", "annotations"):
+            rendezvous.pop(key)
     counters = None
     if the_plan["counters"]:
         counters = {"interface": interface, "netdevs": [interface],
@@ -302,9 +328,7 @@ def host_args(the_plan, host, step, token, throttle=None, interface="eth0", rdma
                          device=rdma_device) if perftest else {},
         "servers": servers,
         "clients": clients,
-        "rendezvous": dict(the_plan["rendezvous"], annotations={
-            "kind": the_plan["kind"], "pattern": the_plan["pattern"], "bottleneck": the_plan["line_rate"],
-            "expected_workers": the_plan["sources"], "late_bound": the_plan["late_bound"]}),
+        "rendezvous": rendezvous,
         "counters": counters,
         "arm_timeout": the_plan["arm_timeout"],
         "timeout": the_plan["timeout"],
@@ -312,3 +336,37 @@ def host_args(the_plan, host, step, token, throttle=None, interface="eth0", rdma
         "strict_start": the_plan["strict_start"],
         "start_tolerance": the_plan["start_tolerance"],
     }
+
+
+_COMMON = ("token", "step", "engine", "perftest", "rendezvous", "arm_timeout", "timeout", "interval", "strict_start",
+           "start_tolerance")
+
+
+def common_args(the_plan, step, token, interface="eth0", rdma_device=None):
+    """The ``flow_step`` arguments that every host of ``step`` shares (the coordinating host's rendezvous, with
+    every host and flow): what the collect and stop tasks give."""
+    args = host_args(the_plan, the_plan["rendezvous"]["host"], step, token, interface=interface,
+                     rdma_device=rdma_device)
+    return {key: args[key] for key in _COMMON}
+
+
+def batch_args(the_plan, step, token, throttles=None, interfaces=None, only=None):
+    """The arguments of one ``flow_step`` task that starts every host's part of ``step`` in its network namespace:
+    the common arguments plus ``parts``. ``throttles``: host -> the throttle module's result; ``interfaces``: host ->
+    its lab interface (default eth0); ``only``: the hosts still in the play (the others are left to the collect
+    task's ``missing``)."""
+    if not the_plan.get("batch_start"):
+        raise ExperimentError("batch_args: this plan's hosts are not all network namespaces of one machine (or the "
+                              "engine is perftest, or batch_start is false); start each host's part on the host")
+    throttles = throttles or {}
+    interfaces = interfaces or {}
+    out = common_args(the_plan, step, token, interface=interfaces.get(the_plan["rendezvous"]["host"], "eth0"))
+    out["parts"] = []
+    for host in the_plan["participants"]:
+        if only is not None and host not in only:
+            continue
+        args = host_args(the_plan, host, step, token, throttle=throttles.get(host),
+                         interface=interfaces.get(host, "eth0"))
+        out["parts"].append({"party": host, "netns": the_plan["hosts"][host]["netns"], "servers": args["servers"],
+                             "clients": args["clients"], "counters": args["counters"]})
+    return out

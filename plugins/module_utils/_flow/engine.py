@@ -181,3 +181,15 @@ def send(engine: FlowEngine, spec: FlowSpec) -> dict:
         return flow.fire(spec.start_at)
     finally:
         flow.close()
+
+
+def engine_class(name):
+    """The engine class called ``name`` (tcp or perftest). Imported on demand: a module's zip has no bytecode, so
+    every task compiles what it imports, and a 32-host step should not compile perftest's engine 33 times for TCP."""
+    if name == "perftest":
+        from .perftest import PerftestEngine
+
+        return PerftestEngine
+    from .tcp import TcpEngine
+
+    return TcpEngine

@@ -12,10 +12,8 @@ import time
 from .._flow_module_io import write_json_atomic
 from .._units import UnitError, parse_rate, parse_size
 from . import server as _flow_server
-from .engine import FlowError, FlowSpec, PerftestOptions, parse_instant
+from .engine import FlowError, FlowSpec, PerftestOptions, engine_class, parse_instant
 from .engine import check_address as _check_address
-from .perftest import PerftestEngine
-from .tcp import TcpEngine
 
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
@@ -140,7 +138,7 @@ def run_module(module):
         spec = build_spec(params)
     except FlowError as exc:
         module.fail_json(msg=str(exc))
-    engine = {cls.name: cls for cls in (TcpEngine, PerftestEngine)}[params["engine"]]()
+    engine = engine_class(params["engine"])()
     if module.check_mode:
         module.exit_json(changed=False, msg="check mode: no traffic sent",
                          flow={"role": spec.role, "status": "skipped"})

@@ -18,6 +18,7 @@ import signal
 import time
 
 from .._flow_module_io import write_json_atomic
+from .daemon import spawn
 from .tcp import token_bytes
 
 DEFAULT_STATE_DIR = "/run/aifabric-lab"
@@ -55,34 +56,18 @@ def start(engine, spec, state_dir=DEFAULT_STATE_DIR):
         if os.path.exists(stale):
             os.unlink(stale)
     listener = engine.listen(spec)
-    read_fd, write_fd = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover  (runs in the forked processes; covered by the real-socket tests)
+
+    def serve():
         try:
-            os.close(read_fd)
-            os.setsid()
-            if os.fork():
-                os._exit(0)
-            os.chdir("/")
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-            os.write(write_fd, str(os.getpid()).encode())
-            os.close(write_fd)
-            try:
-                result = engine.serve(spec, listener)
-            except Exception as exc:  # noqa: BLE001  the daemon must leave a result whatever happens
-                result = {"role": "server", "status": "error", "error": "server crashed: %r" % (exc,), "flows": []}
-            result["run"] = run_id(spec.token)
-            write_json_atomic(result_path, result)
-        finally:
-            os._exit(0)
-    os.close(write_fd)
+            result = engine.serve(spec, listener)
+        except Exception as exc:  # noqa: BLE001  the daemon must leave a result whatever happens
+            result = {"role": "server", "status": "error", "error": "server crashed: %r" % (exc,), "flows": []}
+        result["run"] = run_id(spec.token)
+        write_json_atomic(result_path, result)
+
+    daemon = spawn(serve)
     if listener is not None:  # engines without a socket of their own (perftest) return None
         listener.close()
-    os.waitpid(child, 0)
-    daemon = int(os.read(read_fd, 32) or b"0")
-    os.close(read_fd)
     write_json_atomic(pid_path, {"pid": daemon, "run": run_id(spec.token), "started_at": time.time()})
     return {"engine": engine.name, "role": "server", "status": "started", "pid": daemon, "address": spec.address,
             "port": spec.port, "expected_clients": spec.expected_clients, "result_file": result_path}

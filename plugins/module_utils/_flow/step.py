@@ -33,29 +33,23 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+from .. import _netns_enter as _netns
 from .._counters import snapshot
 from .._flow_module_io import write_json_atomic
 from .clock import set_normal, set_realtime, tight_timers
-from .engine import FlowSpec
+from .daemon import spawn
+from .engine import FlowSpec, engine_class
 from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect
 from .server import alive, run_id
 from .tcp import TcpEngine
 
-__all__ = ["HostPart", "start", "collect", "stop", "engine_class", "paths", "record_path"]
+__all__ = ["HostPart", "start", "start_in_namespaces", "collect", "stop", "engine_class", "paths", "record_path"]
 
 # Everything the daemon runs is imported before the fork: Ansible removes the module's zip file (where these modules
 # come from) as soon as the task returns, and a lazy import in the daemon would then fail. What only some parts need
 # (the perftest engine; _tc, which _counters imports to read qdiscs) is imported by preload(), in the module's process.
 # Every host's task compiles what it imports (a module's zip has no bytecode): importing only what is needed keeps
 # the task cheap on a 32-host lab.
-
-
-def engine_class(name):
-    if name == "perftest":
-        from .perftest import PerftestEngine
-
-        return PerftestEngine
-    return TcpEngine
 
 
 def preload(part):
@@ -328,9 +322,10 @@ class _Daemon:
         write_json_atomic(record_path(self.state_dir, part.run), record)
 
 
-def start(part, state_dir, arm_timeout=None, bind=None):
+def start(part, state_dir, arm_timeout=None, close=()):
     """Start the host's part in the background; returns its description. Raises OSError when a server or the
-    coordinator cannot listen (with the reason), before anything is started."""
+    coordinator cannot listen (with the reason), before anything is started. ``close``: descriptors the daemon
+    must not keep (see daemon.spawn)."""
     preload(part)
     engine = engine_class(part.engine)()
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
@@ -364,47 +359,105 @@ def start(part, state_dir, arm_timeout=None, bind=None):
                 sock.close()
         raise
     arm_deadline = time.time() + (arm_timeout if arm_timeout is not None else part.arm_timeout)
-    read_fd, write_fd = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover  (runs in the forked processes; covered by the real-socket tests)
+
+    def announce(pid):
+        write_json_atomic(pid_path, {"pid": pid, "run": part.run, "started_at": time.time()})
+
+    def run():
+        daemon = _Daemon(part, listeners, coordinator_listener, arm_deadline, state_dir)
         try:
-            os.close(read_fd)
-            os.setsid()
-            if os.fork():
-                os._exit(0)
-            os.chdir("/")
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-            write_json_atomic(pid_path, {"pid": os.getpid(), "run": part.run, "started_at": time.time()})
-            os.write(write_fd, str(os.getpid()).encode())
-            os.close(write_fd)
-            daemon = _Daemon(part, listeners, coordinator_listener, arm_deadline, state_dir)
-            try:
-                daemon.run()
-            except Exception as exc:  # noqa: BLE001  the daemon must leave a result whatever happens
-                where = traceback.extract_tb(exc.__traceback__)[-1]
-                daemon.out.update(status="error", error="the step process crashed: %r (%s:%d)" % (
-                    exc, os.path.basename(where.filename), where.lineno))
-                daemon.out["clients"] = [dict(flow.result, status="error", error=daemon.out["error"],
-                                              annotations=ann) for flow, (_s, ann) in zip(daemon.flows,
-                                                                                          part.clients)]
-                write_json_atomic(result_path, daemon.out)
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    for sock in listeners + [coordinator_listener]:
-        if sock is not None:
-            sock.close()
-    os.waitpid(child, 0)
-    pid = int(os.read(read_fd, 32) or b"0")
-    os.close(read_fd)
+            daemon.run()
+        except Exception as exc:  # noqa: BLE001  the daemon must leave a result whatever happens
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            daemon.out.update(status="error", error="the step process crashed: %r (%s:%d)" % (
+                exc, os.path.basename(where.filename), where.lineno))
+            daemon.out["clients"] = [dict(flow.result, status="error", error=daemon.out["error"], annotations=ann)
+                                     for flow, (_s, ann) in zip(daemon.flows, part.clients)]
+            write_json_atomic(result_path, daemon.out)
+
+    try:
+        pid = spawn(run, announce=announce, close=close)
+    finally:
+        for sock in listeners + [coordinator_listener]:
+            if sock is not None:
+                sock.close()
     return {"status": "started", "pid": pid, "host": part.party, "coordinates": part.coordinates,
             "servers": [{"address": s.address, "port": s.port, "expected_clients": s.expected_clients}
                         for s in part.servers],
             "clients": [{"flow_id": s.flow_id, "address": s.address, "port": s.port, "streams": s.streams}
                         for s, _ann in part.clients],
             "arm_deadline": arm_deadline}
+
+
+def _fork_into(netns, work, keep_closed=()):
+    """Run ``work()`` in a forked child inside network namespace ``netns``; returns (pid, fd to read its JSON from).
+    ``keep_closed``: descriptors of the caller the child closes (the other children's pipes)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (runs in the forked process; covered by the real-namespace tests)
+        try:
+            os.close(read_fd)
+            for fd in keep_closed:
+                os.close(fd)
+            try:
+                _netns.enter(netns)
+                out = work(write_fd)
+            except Exception as exc:  # noqa: BLE001  every failure is reported, none is raised past the fork
+                out = {"status": "failed", "error": str(exc)}
+            os.write(write_fd, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _gather(pid, read_fd):
+    chunks = []
+    while True:
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        return {"status": "failed", "error": "the process that entered the namespace ended without a result"}
+
+
+def start_in_namespaces(parts, state_dir):
+    """Start several hosts' parts from one process, each inside its own network namespace of this machine (the netns
+    lab: one task for the step instead of one per host). ``parts``: (netns, HostPart) pairs. Returns one entry per
+    part, in order: ``start``'s description, or ``status: failed`` with the error. When any part failed, the step is
+    aborted through its rendezvous (when the coordinating part started), so every other part ends at once and says
+    why."""
+    for _netns_name, part in parts:
+        preload(part)
+    children = []
+    for netns, part in parts:
+        def work(write_fd, part=part):
+            return start(part, state_dir, close=(write_fd,))
+
+        children.append(_fork_into(netns, work, keep_closed=[fd for _pid, fd in children]))
+    results = []
+    for (pid, read_fd), (netns, part) in zip(children, parts):
+        out = _gather(pid, read_fd)
+        out.update(host=part.party, netns=netns)
+        results.append(out)
+    failed = [r for r in results if r.get("status") != "started"]
+    coordinator = next(((netns, part) for (netns, part), r in zip(parts, results)
+                        if part.coordinates and r.get("status") == "started"), None)
+    if failed and coordinator is not None:
+        netns, part = coordinator
+        reason = "; ".join("%s could not start its part: %s" % (r["host"], r["error"]) for r in failed)
+
+        def abort(_write_fd):
+            control_abort(part.rendezvous["address"], part.rendezvous["port"], part.run, reason)
+            return {"status": "aborted"}
+
+        _gather(*_fork_into(netns, abort))
+    return results
 
 
 def _read(path):

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from .. import _netns_enter as _netns
 from .. import _units
 from . import step as _step
 from .engine import FlowError, FlowSpec, PerftestOptions, parse_instant
@@ -31,9 +32,16 @@ _CLIENT = dict(
     rate_limit=dict(type="str"),
     annotations=dict(type="dict", default={}),
 )
+_COUNTERS = dict(
+    interface=dict(type="str"),
+    netdevs=dict(type="list", elements="str", default=[]),
+    qdiscs=dict(type="list", elements="str", default=[]),
+    rdma_devices=dict(type="list", elements="str", default=[]),
+)
+_PART = ("party", "servers", "clients", "counters")  # what differs from one host's part to the next
 ARGUMENT_SPEC = dict(
     state=dict(type="str", default="started", choices=["started", "collected", "stopped"]),
-    party=dict(type="str", required=True),
+    party=dict(type="str"),
     token=dict(type="str", required=True, no_log=False),
     step=dict(type="str"),
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
@@ -52,17 +60,19 @@ ARGUMENT_SPEC = dict(
         host=dict(type="str", required=True),
         address=dict(type="str", required=True),
         port=dict(type="int", default=18599),
-        parties=dict(type="list", elements="str", required=True),
+        parties=dict(type="list", elements="str"),
         expected_flows=dict(type="dict", default={}),
         wait_for_collect=dict(type="bool", default=True),
         annotations=dict(type="dict", default={}),
         start_at=dict(type="raw"),
     )),
-    counters=dict(type="dict", options=dict(
-        interface=dict(type="str"),
-        netdevs=dict(type="list", elements="str", default=[]),
-        qdiscs=dict(type="list", elements="str", default=[]),
-        rdma_devices=dict(type="list", elements="str", default=[]),
+    counters=dict(type="dict", options=_COUNTERS),
+    parts=dict(type="list", elements="dict", options=dict(
+        party=dict(type="str", required=True),
+        netns=dict(type="str", required=True),
+        servers=dict(type="list", elements="dict", default=[], options=_SERVER),
+        clients=dict(type="list", elements="dict", default=[], options=_CLIENT),
+        counters=dict(type="dict", options=_COUNTERS),
     )),
     arm_timeout=dict(type="float", default=60.0),
     timeout=dict(type="float", default=300.0),
@@ -73,6 +83,10 @@ ARGUMENT_SPEC = dict(
     wait=dict(type="float"),
     state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
 )
+
+
+MUTUALLY_EXCLUSIVE = [("party", "parts"), ("servers", "parts"), ("clients", "parts"), ("counters", "parts")]
+REQUIRED_ONE_OF = [("party", "parts")]
 
 
 def _size(value, name):
@@ -102,14 +116,16 @@ def build_part(params):
     rdv = dict(params["rendezvous"])
     rdv["address"] = _check_address(rdv["address"], "rendezvous.address")
     _port(rdv["port"], "rendezvous.port")
-    if not rdv["parties"]:
-        raise FlowError("rendezvous.parties: list every host of the step (those with servers or clients)")
-    if rdv["host"] not in rdv["parties"]:
+    parties = rdv.get("parties") or []
+    if rdv["host"] == params["party"] and not parties:
+        raise FlowError("rendezvous.parties: the coordinating host (rendezvous.host=%s) needs every host of the step "
+                        "(those with servers or clients)" % rdv["host"])
+    if parties and rdv["host"] not in parties:
         raise FlowError("rendezvous.host: %s coordinates the step, so it must be one of rendezvous.parties (%s)"
-                        % (rdv["host"], ", ".join(rdv["parties"])))
-    if params["party"] not in rdv["parties"]:
+                        % (rdv["host"], ", ".join(parties)))
+    if parties and params["party"] not in parties:
         raise FlowError("party: %s is not one of rendezvous.parties (%s); every host of the step must be listed"
-                        % (params["party"], ", ".join(rdv["parties"])))
+                        % (params["party"], ", ".join(parties)))
     if rdv.get("start_at") not in (None, ""):
         rdv["start_at"] = parse_instant(rdv["start_at"], "rendezvous.start_at")
     else:
@@ -172,8 +188,48 @@ def build_part(params):
     return part
 
 
+def build_parts(params):
+    """With ``parts`` (several hosts' parts, each in a network namespace of this machine): (netns, HostPart) each."""
+    if params["state"] != "started":
+        raise FlowError("parts: only state=started starts several hosts' parts; collect and stop one host at a time "
+                        "(party)")
+    built, seen = [], set()
+    for i, entry in enumerate(params["parts"]):
+        where = "parts[%d]" % i
+        if entry["party"] in seen:
+            raise FlowError("%s.party: %s is listed twice; give every host of the step once" % (where, entry["party"]))
+        seen.add(entry["party"])
+        if not _netns.valid_name(entry["netns"]):
+            raise FlowError("%s.netns: %r is not a network namespace name (a name under %s)"
+                            % (where, entry["netns"], _netns.NETNS_RUN_DIR))
+        try:
+            part = build_part(dict(params, **{key: entry[key] for key in _PART}))
+        except FlowError as exc:
+            raise FlowError("%s (%s): %s" % (where, entry["party"], exc)) from None
+        built.append((entry["netns"], part))
+    return built
+
+
+def _start_parts(module, params):
+    try:
+        parts = build_parts(params)
+    except FlowError as exc:
+        module.fail_json(msg=str(exc))
+    if module.check_mode:
+        module.exit_json(changed=False, msg="check mode: nothing started, no traffic sent")
+    started = _step.start_in_namespaces(parts, params["state_dir"])
+    failed = [p for p in started if p["status"] != "started"]
+    if failed:
+        said = "; ".join("%s (netns %s): %s" % (p["host"], p["netns"], p["error"]) for p in failed)
+        module.fail_json(msg="%d of %d hosts could not start their part of the step: %s. The step is aborted; every "
+                             "host's part ends." % (len(failed), len(started), said), parts=started)
+    module.exit_json(changed=True, parts=started)
+
+
 def run_module(module):
     params = module.params
+    if params["parts"] is not None:
+        _start_parts(module, params)
     try:
         part = build_part(params)
     except FlowError as exc:

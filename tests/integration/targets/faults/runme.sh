@@ -80,15 +80,29 @@ ip -n ${P}worker2 link set eth0 up
 row "worker2's link set down mid-transfer" "$(ls -d "$runs"/*)" failed worker2=timeout --kept worker1,worker3
 no_leftovers
 
-# 3. The sink's server never started: another process holds its port (accepts, never answers).
-ip netns exec ${P}sink python3 -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('198.18.6.1',18600)); s.listen(8); time.sleep(120)" &
-impostor=$!; own_pids+=($impostor)
-sleep 0.5
+# 3. The sink's server never started: another process holds its port (accepts, never answers). First with one task
+# starting every host's part (the netns lab's default), then with each host starting its own (as over SSH).
+hold_port() {
+  ip netns exec ${P}sink python3 -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('198.18.6.1',18600)); s.listen(8); time.sleep(120)" &
+  impostor=$!; own_pids+=($impostor)
+  sleep 0.5
+}
+hold_port
 run_step noserver -e barrier_volume=200MB -e barrier_timeout=10
 wait "$pb" && exit 1 || true
 kill "$impostor"; wait "$impostor" 2>/dev/null || true
+grep -q "sink (netns ${P}sink): cannot start the tcp server on 198.18.6.1:18600" "$runs.log"
+row "the sink's port held by another process (server never started; one task starts every part)" \
+  "$(ls -d "$runs"/*)" failed worker1="sink could not start its part" \
+  worker2="sink could not start its part" worker3="sink could not start its part"
+no_leftovers
+hold_port
+run_step noserver-per-host -e barrier_volume=200MB -e barrier_timeout=10 -e barrier_batch_start=false
+wait "$pb" && exit 1 || true
+kill "$impostor"; wait "$impostor" 2>/dev/null || true
 grep -q "cannot start the tcp server on 198.18.6.1:18600" "$runs.log"
-row "the sink's port held by another process (server never started)" "$(ls -d "$runs"/*)" failed \
+row "the sink's port held by another process (server never started; each host starts its part)" \
+  "$(ls -d "$runs"/*)" failed \
   worker1="the rendezvous on sink is not running" worker2="the rendezvous on sink is not running" \
   worker3="the rendezvous on sink is not running"
 no_leftovers

@@ -144,12 +144,42 @@ def test_a_host_that_never_armed_is_named_and_its_own_account_replaces_the_coord
 def test_a_failed_start_names_every_flow_of_the_host_with_ansibles_message(callback):
     args = {"state": "started", "step": "barrier", "party": "w2",
             "clients": [{"flow_id": "w2", "annotations": ANN}]}
-    callback.v2_runner_on_failed(Result("w2", ACTION, args, {"failed": True, "msg": "w2: cannot start its part"}))
+    # (ansible-core 2.19 hands the callback a failed result without its "failed" key)
+    callback.v2_runner_on_failed(Result("w2", ACTION, args, {"msg": "w2: cannot start its part"}))
     callback.v2_runner_on_unreachable(Result("w1", ACTION, dict(args, party="w1", clients=[{"flow_id": "w1"}]),
                                              {"unreachable": True, "msg": "Failed to connect"}))
     flows = os.path.join(run_dir(callback), "flows", "barrier")
     assert json.load(open(os.path.join(flows, "w2.json")))["error"] == "w2: cannot start its part"
     assert json.load(open(os.path.join(flows, "w1.json")))["error"] == "unreachable: Failed to connect"
+
+
+def test_one_task_that_started_every_part_names_the_host_that_could_not_start(callback):
+    args = {"state": "started", "step": "barrier",
+            "parts": [{"party": "sink", "netns": "afl-sink", "clients": []},
+                      {"party": "w1", "netns": "afl-w1", "clients": [{"flow_id": "w1", "annotations": ANN}]},
+                      {"party": "w2", "netns": "afl-w2", "clients": [{"flow_id": "w2", "annotations": ANN}]}]}
+    parts = [{"host": "sink", "status": "started"}, {"host": "w1", "status": "started"},
+             {"host": "w2", "status": "failed", "error": "cannot start the tcp server: Address already in use"}]
+    callback.v2_runner_on_failed(Result("sink", ACTION, args, {"msg": "1 of 3 hosts ...", "parts": parts}))
+    flows = os.path.join(run_dir(callback), "flows", "barrier")
+    w2 = json.load(open(os.path.join(flows, "w2.json")))
+    assert w2["error"] == "could not start: cannot start the tcp server: Address already in use"
+    assert w2["host"] == "w2" and w2["annotations"]["kind"] == "barrier"
+    # w1 started, and was stopped because of w2: it says so, and the clean-up's "stopped" does not replace it
+    w1 = json.load(open(os.path.join(flows, "w1.json")))
+    assert w1["error"] == "not started: w2 could not start its part: cannot start the tcp server: Address already " \
+                          "in use"
+    stopped = {"clients": [{"flow_id": "w1", "status": "not_started", "cause_from": "stop",
+                            "error": "not started: stopped by the controller (SIGTERM)"}]}
+    callback.v2_runner_item_on_ok(Result("sink", ACTION, {"state": "stopped", "step": "barrier", "party": "w1"},
+                                         {"part": stopped, "item": "w1"}))
+    assert json.load(open(os.path.join(flows, "w1.json")))["error"] == w1["error"]
+    # a task that failed before starting anything (its arguments) names every flow with Ansible's message
+    callback.v2_runner_on_failed(Result("sink", ACTION, dict(args, step="other"),
+                                        {"msg": "parts[1].netns: 'x/y' is not a network namespace"}))
+    other = os.path.join(run_dir(callback), "flows", "other")
+    assert sorted(os.listdir(other)) == ["w1.json", "w2.json"]
+    assert "is not a network namespace" in json.load(open(os.path.join(other, "w1.json")))["error"]
 
 
 def test_a_loops_summary_result_is_not_counted_twice(callback):

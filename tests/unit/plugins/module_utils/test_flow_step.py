@@ -213,7 +213,7 @@ def test_the_port_of_the_rendezvous_taken_fails_the_start_with_the_reason(lab_fa
     ({"rendezvous": {"host": "nobody"}}, "rendezvous.host: nobody coordinates the step"),
     ({"rendezvous": {"address": "0.0.0.0"}}, "rendezvous.address: 0.0.0.0 would listen on every interface"),
     ({"rendezvous": {"port": 70000}}, "rendezvous.port: 70000 is not a TCP port"),
-    ({"rendezvous": {"parties": []}}, "rendezvous.parties: list every host"),
+    ({"party": "sink", "rendezvous": {"parties": []}}, "rendezvous.parties: the coordinating host"),
     ({"rendezvous": {"start_at": "tomorrow"}}, "rendezvous.start_at: 'tomorrow' is not an instant"),
     ({"arm_timeout": 0}, "arm_timeout: 0 must be more than 0 seconds"),
     ({"token": ""}, "token: must not be empty"),

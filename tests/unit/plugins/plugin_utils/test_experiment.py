@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, host_args, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import (
+    ExperimentError,
+    batch_args,
+    host_args,
+    plan,
+)
 
 GROUPS = {"workers": ["worker1", "worker2", "worker3"], "sinks": ["sink"], "switches": ["switch"]}
 HOSTVARS = {"sink": {"lab_address": "198.18.0.1"}, "worker1": {"lab_address": "198.18.0.11"},
@@ -105,8 +110,11 @@ def test_host_args_fold_in_the_throttle_the_host_got():
     assert client["annotations"]["throttle_mechanism"] == "worker3: tc htb on eth0's egress"
     assert client["annotations"]["step"] == "b"
     assert args["counters"] == {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}
-    assert args["rendezvous"]["annotations"]["expected_workers"] == ["worker1", "worker2", "worker3"]
+    # a worker is told where to meet; only the coordinating host gets every host and flow of the step
+    assert args["rendezvous"] == {"host": "sink", "address": "198.18.0.1", "port": 18599, "start_at": None}
     sink = host_args(p, "sink", "b", "tok")
+    assert sink["rendezvous"]["parties"] == ["sink", "worker1", "worker2", "worker3"]
+    assert sink["rendezvous"]["annotations"]["expected_workers"] == ["worker1", "worker2", "worker3"]
     assert sink["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1",
                                 "max_bytes": 2 * 10**9}]
     assert sink["clients"] == [] and sink["counters"]["qdiscs"] == []
@@ -120,3 +128,47 @@ def test_host_args_for_perftest_carry_the_device_and_the_rate_limit():
     assert args["clients"][0]["rate_limit"] == "2gbit" and args["clients"][0]["source"] == "198.18.0.12"
     assert args["clients"][0]["port"] == 18601  # one perftest server process per client
     assert host_args(p, "sink", "s", "t", rdma_device="mlx5_0")["servers"][0]["volume"] == 10**9
+
+
+NETNS = {h: dict(v, ansible_connection="aifabric.lab.netns", ansible_netns_prefix="afl-") for h, v in HOSTVARS.items()}
+
+
+def test_a_lab_of_namespaces_starts_every_part_from_one_task():
+    p = plan({"name": "b", "throttles": {"worker3": "2gbit"}}, GROUPS, NETNS)
+    assert p["batch_start"] is True
+    assert {h: e["netns"] for h, e in p["hosts"].items()} == {
+        "sink": "afl-sink", "worker1": "afl-worker1", "worker2": "afl-worker2", "worker3": "afl-worker3"}
+    throttle = {"mechanism": "tc", "description": "tc htb on eth1's egress", "flow_args": {}}
+    args = batch_args(p, "b", "tok", throttles={"worker3": throttle}, interfaces={"worker3": "eth1"},
+                      only=["sink", "worker1", "worker3"])
+    # the common arguments are the coordinating host's (every host and flow of the step)
+    assert args["rendezvous"]["parties"] == p["participants"] and args["token"] == "tok" and args["step"] == "b"
+    # a part per host still in the play, each what that host's own task would get, with its namespace
+    assert [(x["party"], x["netns"]) for x in args["parts"]] == [
+        ("sink", "afl-sink"), ("worker1", "afl-worker1"), ("worker3", "afl-worker3")]
+    w3 = args["parts"][2]
+    alone = host_args(p, "worker3", "b", "tok", throttle=throttle, interface="eth1")
+    assert (w3["servers"], w3["clients"], w3["counters"]) == (alone["servers"], alone["clients"], alone["counters"])
+    assert w3["counters"]["qdiscs"] == ["eth1"]
+
+
+@pytest.mark.parametrize("hostvars, spec, why", [
+    (HOSTVARS, {}, "not netns"),
+    (dict(NETNS, worker2=HOSTVARS["worker2"]), {}, "one host over another connection"),
+    (NETNS, {"batch_start": False}, "turned off"),
+    (NETNS, {"engine": "perftest"}, "perftest: the RDMA device is per host"),
+])
+def test_each_host_starts_its_own_part_elsewhere(hostvars, spec, why):
+    p = plan(dict({"name": "b"}, **spec), GROUPS, hostvars)
+    assert p["batch_start"] is False, why
+    with pytest.raises(ExperimentError, match="start each host's part on the host"):
+        batch_args(p, "b", "tok")
+
+
+def test_the_namespace_is_the_one_the_connection_enters():
+    hv = dict(NETNS, worker1=dict(NETNS["worker1"], ansible_netns_name="w-one"),
+              worker2=dict(NETNS["worker2"], ansible_host="w-two"))
+    p = plan({"name": "b"}, GROUPS, hv)
+    assert p["hosts"]["worker1"]["netns"] == "afl-w-one" and p["hosts"]["worker2"]["netns"] == "afl-w-two"
+    with pytest.raises(ExperimentError, match="batch_start: 'yes'; give true or false"):
+        plan({"batch_start": "yes"}, GROUPS, NETNS)
