@@ -37,7 +37,7 @@ tier "real-lab inventory parses, provisioning playbook syntax" bash -c \
 tier "ansible-doc renders every plugin" bash tests/sanity/docs.sh
 tier "ansible-test sanity" bash tests/sanity/run.sh
 tier "build and install the collection" bash tests/build/install_check.sh
-tier "unit tests" pytest -q -p no:cacheprovider tests/unit
+tier "unit tests (those that need root run with the integration targets)" pytest -q -p no:cacheprovider -m "not needs_root" tests/unit
 tier "integration targets" bash tests/integration/run.sh
 tier "molecule (netns_lab)" bash -c "cd roles/netns_lab && molecule test"
 tier "VM lab (QEMU guests: soft-RoCE, netdevsim SR-IOV, vfio-pci)" bash tests/vmlab/run.sh

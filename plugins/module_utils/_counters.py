@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 
+from . import _rdma_sysfs as _rdma
 from ._rdma_sysfs import read_text as _read_text
 
 _NOT_COUNTERS = {"lifespan"}
@@ -33,22 +34,13 @@ def _read_int_dir(path):
     return out
 
 
-def rdma_devices(root="/"):
-    base = os.path.join(root, "sys/class/infiniband")
-    return sorted(os.listdir(base)) if os.path.isdir(base) else []
-
-
 def read_rdma(root="/", devices=None):
     """``{device: {port: {state, rate, link_layer, counters, hw_counters}}}``; unknown devices raise KeyError."""
-    present = rdma_devices(root)
-    wanted = present if devices is None else list(devices)
-    missing = [d for d in wanted if d not in present]
-    if missing:
-        raise KeyError("rdma_devices: no RDMA device %s here (present: %s)"
-                       % (", ".join(missing), ", ".join(present) or "none"))
+    wanted = _rdma.devices(root) if devices is None else list(devices)
+    _rdma.require(wanted, root)
     out = {}
     for device in wanted:
-        ports_dir = os.path.join(root, "sys/class/infiniband", device, "ports")
+        ports_dir = os.path.join(_rdma.device_dir(device, root), "ports")
         out[device] = {}
         for port in sorted(os.listdir(ports_dir)):
             pdir = os.path.join(ports_dir, port)

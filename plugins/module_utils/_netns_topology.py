@@ -17,6 +17,8 @@ import re
 import signal
 import time
 
+from ._flow.state import is_step_file, server_file_address
+
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 
@@ -222,8 +224,7 @@ class Topology:
             return removed
         addresses = {str(ipaddress.ip_interface(h["address"]).ip).replace(":", "_") for h in topo["hosts"]}
         for name in sorted(os.listdir(state_dir)):
-            parts = name.split("-")
-            if name.startswith("server-") and len(parts) >= 3 and "-".join(parts[1:-1]) in addresses:
+            if server_file_address(name) in addresses:
                 os.unlink(os.path.join(state_dir, name))
                 removed.append(name)
         return removed
@@ -236,7 +237,7 @@ class Topology:
         if not os.path.isdir(state_dir):
             return removed
         for name in sorted(os.listdir(state_dir)):
-            if not name.startswith("step-") or not name.endswith((".pid", ".rendezvous.json")):
+            if not is_step_file(name):
                 continue
             path = os.path.join(state_dir, name)
             try:

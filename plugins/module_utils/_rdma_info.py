@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import os
 
-from ._rdma_sysfs import LINK_LAYER, MTU, PHYS_STATE, PORT_STATE, gid_table, link_rate
+from ._rdma_sysfs import LINK_LAYER, MTU, PHYS_STATE, PORT_STATE, class_dir, device_dir, gid_table, link_rate
+from ._rdma_sysfs import devices as devices_present
 from ._rdma_sysfs import read_text as _read
-
-
-def sysfs_devices(root="/"):
-    base = os.path.join(root, "sys/class/infiniband")
-    return sorted(os.listdir(base)) if os.path.isdir(base) else []
 
 
 class PyverbsAdapter:
@@ -39,18 +35,18 @@ class PyverbsAdapter:
 
 def gather(verbs, root="/", devices=None):
     """``{devices: {...}, reason}``. ``verbs.ports(name)`` returns the raw port attributes by port number."""
-    present = sysfs_devices(root)
+    present = devices_present(root)
     if not present:
         return {"devices": {}, "reason": "no RDMA device in %s (a kernel without RDMA, or no RDMA driver loaded: "
                                          "for soft-RoCE, modprobe rdma_rxe and rdma link add)"
-                                         % os.path.join(root, "sys/class/infiniband")}
+                                         % class_dir(root)}
     wanted = present if devices is None else list(devices)
     missing = [d for d in wanted if d not in present]
     if missing:
         raise KeyError("devices: no RDMA device %s here (present: %s)" % (", ".join(missing), ", ".join(present)))
     out = {}
     for name in wanted:
-        base = os.path.join(root, "sys/class/infiniband", name)
+        base = device_dir(name, root)
         ports = {}
         for port, raw in verbs.ports(name).items():
             gids = gid_table(name, port, root)

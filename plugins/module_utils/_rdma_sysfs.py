@@ -20,6 +20,35 @@ PHYS_STATE = {1: "SLEEP", 2: "POLLING", 3: "DISABLED", 4: "PORT_CONFIGURATION_TR
 LINK_LAYER = {0: "unspecified", 1: "InfiniBand", 2: "Ethernet"}
 
 
+def class_dir(root="/"):
+    """Where the kernel lists RDMA devices (under ``root``: fixture trees in tests)."""
+    return os.path.join(root, "sys/class/infiniband")
+
+
+def devices(root="/"):
+    """The RDMA devices present, by name."""
+    base = class_dir(root)
+    return sorted(os.listdir(base)) if os.path.isdir(base) else []
+
+
+def device_dir(device, root="/"):
+    return os.path.join(class_dir(root), str(device))
+
+
+def port_dir(device, port, root="/"):
+    return os.path.join(device_dir(device, root), "ports", str(port))
+
+
+def require(wanted, root="/", parameter="rdma_devices"):
+    """Raise KeyError naming ``parameter`` and what is present when a device of ``wanted`` is not here."""
+    present = devices(root)
+    missing = [d for d in wanted if d not in present]
+    if missing:
+        raise KeyError("%s: no RDMA device %s here (present: %s)"
+                       % (parameter, ", ".join(missing), ", ".join(present) or "none"))
+    return present
+
+
 def read_text(path):
     """A sysfs attribute's text, or None when it cannot be read (absent, EINVAL, permissions)."""
     try:
@@ -39,7 +68,7 @@ def link_rate(speed, width):
 
 def gid_table(device, port, root="/"):
     """The port's non-empty GIDs: ``[{index, gid, type, netdev}]`` (entries whose type the kernel refuses are empty)."""
-    base = os.path.join(root, "sys/class/infiniband", device, "ports", str(port))
+    base = port_dir(device, port, root)
     if not os.path.isdir(base):
         raise KeyError("no RDMA device %s with port %s (no %s)" % (device, port, base))
     table = []

@@ -16,6 +16,7 @@ import os
 import re
 import time
 
+from ._atomic import write_json
 from ._pci import BDF_RE, PciError, PciSysfs, normalize_bdf, write_attr
 from ._pyroute2 import nla
 
@@ -270,11 +271,7 @@ class SriovState:
             return {}
 
     def save(self, data):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump(data, handle, sort_keys=True)
-        os.replace(tmp, self.path)
+        write_json(self.path, data)
 
 
 def ip_link_args(vf):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from ._atomic import write_text
 from ._pyroute2 import IPRoute, require_pyroute2
 from ._sriov import (
     PF,
@@ -175,11 +176,7 @@ def _apply(module, pf, ipr, count, count_change, changes, files, state, saved, v
         if text is None:
             os.unlink(path)
             continue
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".tmp", "w") as handle:
-            handle.write(text)
-        os.chmod(path + ".tmp", 0o755 if "/sbin/" in path else 0o644)
-        os.replace(path + ".tmp", path)
+        write_text(path, text, mode=0o755 if "/sbin/" in path else 0o644)
     if files:
         udevadm = module.get_bin_path("udevadm")
         if udevadm:

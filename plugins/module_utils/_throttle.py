@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from . import _rdma_sysfs as _rdma
 from ._pci import BDF_IN_PATH, PciSysfs
 
 MECHANISMS = ("auto", "tc", "vf_rate", "perftest_sw")
@@ -26,11 +27,11 @@ class ThrottleError(ValueError):
 
 def rdma_kind(device, root="/"):
     """``{"kind": soft|vf|pf, "address", "pf_address", "vf_index"}`` of an RDMA device."""
-    base = os.path.join(root, "sys/class/infiniband", device)
-    if not os.path.exists(base):
-        present = sorted(os.listdir(os.path.dirname(base))) if os.path.isdir(os.path.dirname(base)) else []
-        raise ThrottleError("rdma_device: no RDMA device %s here (present: %s)"
-                            % (device, ", ".join(present) or "none"))
+    try:
+        _rdma.require([device], root, parameter="rdma_device")
+    except KeyError as exc:
+        raise ThrottleError(exc.args[0]) from None
+    base = _rdma.device_dir(device, root)
     link = os.path.join(base, "device")
     real = os.path.realpath(link) if os.path.exists(link) else ""
     address = os.path.basename(real) if BDF_IN_PATH.match(os.path.basename(real)) else None

@@ -19,6 +19,7 @@ import os
 import struct
 import time
 
+from ._atomic import write_json, write_text
 from ._pci import BRIDGE_SAFE_DRIVERS, GROUP_SAFE_DRIVERS, PciError, iommu_state, write_attr
 
 STATE_DIR = "var/lib/aifabric-lab/vfio"
@@ -270,10 +271,7 @@ class VfioBinder:
         record = {"address": entry["address"], "id": entry["id"],
                   "original_driver": entry["original_driver"] or old.get("original_driver"),
                   "netdevs": entry["netdevs"] or old.get("netdevs", []), "bound": entry.get("bound", True)}
-        tmp = path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump(record, handle)
-        os.replace(tmp, path)
+        write_json(path, record)
 
     def unbind(self, entry):
         bdf = entry["address"]
@@ -300,11 +298,7 @@ class VfioBinder:
         wanted = entry["persist_wanted"]
         for path in entry["persist_changes"]:
             if path in wanted:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = path + ".tmp"
-                with open(tmp, "w") as handle:
-                    handle.write(wanted[path])
-                os.replace(tmp, path)
+                write_text(path, wanted[path], mode=0o644)
             else:
                 os.unlink(path)
         return bool(entry["persist_changes"])

@@ -91,14 +91,14 @@ except ImportError:
 else:
     PYVERBS_IMPORT_ERROR = None
 
-from ansible_collections.aifabric.lab.plugins.module_utils._rdma_info import PyverbsAdapter, gather, sysfs_devices
+from ansible_collections.aifabric.lab.plugins.module_utils._rdma_info import PyverbsAdapter, devices_present, gather
 
 SYSTEM_PYTHONS = ["/usr/bin/python3", "/usr/libexec/platform-python", "/usr/bin/python"]
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(devices=dict(type="list", elements="str")), supports_check_mode=True)
-    if not sysfs_devices():
+    if not devices_present():
         module.exit_json(changed=False, **gather(None))
     if pyverbs_device is None:
         if not has_respawned():

@@ -18,7 +18,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import go
 
 __all__ = ["analyze_step", "BarrierInputError", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class BarrierInputError(ValueError):
@@ -197,7 +197,7 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
         predicted = _predict(records)
     except BarrierInputError as exc:
         predicted = None
-        report["prediction_error"] = str(exc)
+        report["prediction_unavailable"] = str(exc)
     by_host = {}
     for rec in records:
         by_host.setdefault(rec["host"], []).append(rec)
@@ -231,7 +231,8 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
             entry["gbps"] = None
     report["workers"] = workers
     if failed:
-        report.update(step_s=None, mean_completion_s=None, straggler=None,
+        report.update(step_s=None, mean_completion_s=None, straggler=None, unthrottled_idle_share=None,
+                      throttled_idle_share=None,
                       verdict="step failed: %s" % "; ".join(
                           "%s %s" % (f["host"], f["cause"]) for f in report["failed"]))
         return report
@@ -264,7 +265,7 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
         report["fair_step_s"] = round(total_bytes * 8 / (cap * 1e9 * factor) + max(_overhead(r) for r in ok), 6)
     if baseline_gbps:
         report["sum_of_flow_vs_baseline"] = round(report["sum_of_flow_gbps"] / baseline_gbps, 6)
-    healthy = [w for w in ok_workers if w is not slowest]
+    others = [w for w in ok_workers if w is not slowest]
     slowest_rec = by_host[slowest["host"]][0]
     cause = _cause(slowest_rec)
     if cause is None and slowest["predicted_s"]:
@@ -273,16 +274,27 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
     report["straggler"] = {
         "host": slowest["host"],
         "completion_s": slowest["completion_s"],
-        "behind_next_s": round(step - max((w["completion_s"] for w in healthy), default=step), 6),
+        "behind_next_s": round(step - max((w["completion_s"] for w in others), default=step), 6),
         "cause": cause or "no throttle applied",
     }
-    healthy_idle = [(step - w["completion_s"]) / step for w in healthy] if step > 0 else []
-    report["healthy_idle_share"] = round(sum(healthy_idle) / len(healthy_idle), 6) if healthy_idle else 0.0
-    report["verdict"] = "step %.2f s = the straggler %s, %s; the mean %.2f s understates it by %.0f%%; " \
-        "the other workers sat idle %.0f%% of the step" % (
-            step, slowest["host"], report["straggler"]["cause"], mean, report["mean_understates_share"] * 100,
-            report["healthy_idle_share"] * 100)
+    # The idle figures keep apart the workers that only waited (no throttle of their own) from the other throttled
+    # ones: a second throttled worker also waits for the straggler, but it is not a healthy worker.
+    report["unthrottled_idle_share"] = _mean_idle([w for w in others if not w.get("throttle")], step)
+    report["throttled_idle_share"] = _mean_idle([w for w in others if w.get("throttle")], step)
+    idle = ("the unthrottled workers sat idle %.0f%% of the step" % (report["unthrottled_idle_share"] * 100)
+            if report["unthrottled_idle_share"] is not None else "every other worker is throttled too")
+    if report["throttled_idle_share"] is not None:
+        idle += ", the other throttled workers %.0f%%" % (report["throttled_idle_share"] * 100)
+    report["verdict"] = "step %.2f s = the straggler %s, %s; the mean %.2f s understates it by %.0f%%; %s" % (
+        step, slowest["host"], report["straggler"]["cause"], mean, report["mean_understates_share"] * 100, idle)
     return report
+
+
+def _mean_idle(workers, step):
+    """The mean idle share of ``workers`` (None when there are none)."""
+    if not workers or step <= 0:
+        return None
+    return round(sum((step - w["completion_s"]) / step for w in workers) / len(workers), 6)
 
 
 def _round(value):

@@ -61,7 +61,9 @@ def verdict(delta, slower_than_fair_share=None):
         text += "; congestion counters moved: %s" % ", ".join(
             "%s +%d" % kv for kv in sorted(delta["congestion"].items()))
     if slower_than_fair_share is not None:
-        text += ", step %.0f%% slower than fair share" % (slower_than_fair_share * 100)
+        share = round(slower_than_fair_share * 100)
+        text += (", step %d%% slower than fair share" % share if share > 0 else
+                 ", step %d%% faster than fair share" % -share if share < 0 else ", step as fast as fair share")
     return text
 
 

@@ -32,10 +32,9 @@ the playbooks consume only the plan.
 
 from __future__ import annotations
 
-import ipaddress
-
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import roce_goodput
+from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
 
 __all__ = ["ExperimentError", "plan", "host_args", "common_args", "batch_args", "PATTERNS"]
 
@@ -66,13 +65,10 @@ _NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
 
 
 def _address(hostvars, host):
-    addr = (hostvars.get(host) or {}).get("lab_address")
-    if not addr:
-        raise ExperimentError("host %s has no lab_address; set it in the inventory (e.g. 198.18.0.11)" % host)
     try:
-        return str(ipaddress.ip_interface(addr).ip)
-    except ValueError:
-        raise ExperimentError("host %s: lab_address %r is not an IP address" % (host, addr)) from None
+        return str(lab_address(hostvars, host))
+    except InventoryError as exc:
+        raise ExperimentError(str(exc)) from None
 
 
 def _netns(hostvars, host):
@@ -224,7 +220,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                 "mtu": mtu,
                 "bottleneck": format_rate(line),
                 "throttle": format_rate(throttles[src]) if src in throttles else None,
-                "throttle_mechanism": "tc htb on %s's egress" % src if src in throttles else None,
+                "throttle_mechanism": None,  # what the throttle module actually applied: host_args() fills it in
                 "engine": engine,
                 "goodput_factor": roce_goodput(rdma_mtu) if engine == "perftest" else None,
                 "expected_workers": sorted({source for source, _dest in pairs}),

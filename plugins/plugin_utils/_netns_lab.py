@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
+
 __all__ = ["LabError", "lab_hosts", "port_name"]
 
 
@@ -33,15 +35,10 @@ def lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_gro
         raise LabError("the inventory has no host in group %r; the lab needs workers" % workers_group)
     out, ports = [], {}
     for host in sinks + workers:
-        addr = (hostvars.get(host) or {}).get("lab_address")
-        if not addr:
-            raise LabError("host %s has no lab_address; give it an address in %s" % (host, network))
         try:
-            ip = ipaddress.ip_address(str(addr))
-        except ValueError:
-            raise LabError("host %s: lab_address %r is not an IP address" % (host, addr)) from None
-        if ip not in network:
-            raise LabError("host %s: lab_address %s is outside lab_subnet %s" % (host, ip, network))
+            ip = lab_address(hostvars, host, network)
+        except InventoryError as exc:
+            raise LabError(str(exc)) from None
         port = port_name(host)
         if port in ports:
             raise LabError("hosts %s and %s share the port name %s (first 13 characters); rename one" % (

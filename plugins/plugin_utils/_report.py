@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 
+from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
 from jinja2 import Environment, StrictUndefined
@@ -27,20 +27,6 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def _safe(name):
     return _SAFE.sub("_", str(name)).strip("._") or "unnamed"
-
-
-def atomic_write(path, text):
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class RunDirectory:
@@ -57,24 +43,24 @@ class RunDirectory:
         self.path = os.path.abspath(path)
 
     def add_counters(self, step, host, snapshots):
-        atomic_write(os.path.join(self.path, "counters", _safe(step), _safe(host) + ".json"),
+        write_text(os.path.join(self.path, "counters", _safe(step), _safe(host) + ".json"),
                      json.dumps(snapshots, indent=1, sort_keys=True))
 
     def add_flow(self, step, record):
         name = _safe(record["host"])
         if record.get("flow_id") not in (None, record["host"]):
             name += "--" + _safe(record["flow_id"])
-        atomic_write(os.path.join(self.path, "flows", _safe(step), name + ".json"),
-                     json.dumps(record, indent=1, sort_keys=True))
+        write_text(os.path.join(self.path, "flows", _safe(step), name + ".json"),
+                   json.dumps(record, indent=1, sort_keys=True))
 
     def add_start(self, step, start):
-        atomic_write(os.path.join(self.path, "starts", _safe(step) + ".json"),
-                     json.dumps(dict(start, step=step), indent=1, sort_keys=True))
+        write_text(os.path.join(self.path, "starts", _safe(step) + ".json"),
+                   json.dumps(dict(start, step=step), indent=1, sort_keys=True))
 
     def write_report(self, report):
-        atomic_write(os.path.join(self.path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
+        write_text(os.path.join(self.path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
         text = render_text(report)
-        atomic_write(os.path.join(self.path, "report.txt"), text)
+        write_text(os.path.join(self.path, "report.txt"), text)
         return text
 
 
@@ -177,7 +163,13 @@ _TEXT = """\
   mean completion        {{ '%.2f' % s.mean_completion_s }} s: understates the step by \
 {{ '%.2f' % s.mean_understates_s }} s ({{ '%.0f' % (s.mean_understates_share * 100) }}%)
   straggler              {{ s.straggler.host }}: {{ s.straggler.cause }}, {{ '%.2f' % s.straggler.behind_next_s }} s behind the next worker
-  healthy workers idle   {{ '%.0f' % (s.healthy_idle_share * 100) }}% of the step ({{ '%.2f' % s.idle_worker_seconds }} worker-seconds)
+{% if s.unthrottled_idle_share is not none %}
+  unthrottled idle       {{ '%.0f' % (s.unthrottled_idle_share * 100) }}% of the step (the workers without a throttle of their own)
+{% endif %}
+{% if s.throttled_idle_share is not none %}
+  throttled idle         {{ '%.0f' % (s.throttled_idle_share * 100) }}% of the step (the other throttled workers)
+{% endif %}
+  idle, all workers      {{ '%.2f' % s.idle_worker_seconds }} worker-seconds
   sum of flow rates      {{ '%.3f' % s.sum_of_flow_gbps }} Gb/s\
 {{ (' = %.1f%% of the %s bottleneck' % (s.sum_of_flow_share_of_bottleneck * 100, s.bottleneck)) if s.bottleneck_gbps is defined else '' }}\
 {{ ('; single-flow baseline %.3f Gb/s (%.1f%%)' % (s.baseline_gbps, s.sum_of_flow_vs_baseline * 100)) if s.baseline_gbps else '' }}
@@ -227,6 +219,6 @@ def render_run(path):
     report = build_report(load_steps(path), run_path=os.path.abspath(path), counters=load_counters(path),
                           starts=load_starts(path))
     text = render_text(report)
-    atomic_write(os.path.join(path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
-    atomic_write(os.path.join(path, "report.txt"), text)
+    write_text(os.path.join(path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
+    write_text(os.path.join(path, "report.txt"), text)
     return text

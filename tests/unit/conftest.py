@@ -9,3 +9,10 @@ _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 _LINK = os.path.join(_ROOT, ".collections")
 if os.path.isdir(os.path.join(_LINK, "ansible_collections", "aifabric", "lab")) and _LINK not in sys.path:
     sys.path.insert(0, _LINK)
+
+
+def pytest_configure(config):
+    # Tests that create network namespaces need root. `pytest tests/unit` skips them for other users; the integration
+    # tier runs them (tests/integration/targets/unit_root: pytest -m needs_root).
+    config.addinivalue_line("markers", "needs_root: creates network namespaces or links (root); run by the integration "
+                                       "tier's unit_root target")

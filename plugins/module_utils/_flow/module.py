@@ -9,11 +9,12 @@ import os
 import socket
 import time
 
-from .._flow_module_io import write_json_atomic
+from .._atomic import write_json as write_json_atomic
 from .._units import UnitError, parse_rate, parse_size
 from . import server as _flow_server
 from .engine import FlowError, FlowSpec, PerftestOptions, engine_class, parse_instant
 from .engine import check_address as _check_address
+from .state import DEFAULT_STATE_DIR
 
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
@@ -45,7 +46,7 @@ ARGUMENT_SPEC = dict(
     annotations=dict(type="dict", default={}),
     result_dir=dict(type="path"),
     background=dict(type="bool", default=False),
-    state_dir=dict(type="path", default=_flow_server.DEFAULT_STATE_DIR),
+    state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
     stop_wait=dict(type="float", default=10.0),
 )
 MUTUALLY_EXCLUSIVE = [("volume", "duration")]

@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import replace
 
+from .. import _rdma_sysfs as _rdma
 from .._perftest import PerftestError, build_argv, find_gid_index, parse_text
 from .clock import set_normal, sleep_until
 from .engine import ClientFlow, FlowEngine, FlowError, PerftestOptions, refuse_if_late, send
@@ -46,7 +47,7 @@ class WireWatch:
     THRESHOLD = 16  # packets: more than perftest's TCP exchange ever shows on an RDMA counter
 
     def __init__(self, device, port, root="/"):
-        base = os.path.join(root, "sys/class/infiniband", str(device), "ports", str(port))
+        base = _rdma.port_dir(device, port, root)
         self.path = next((p for p in (os.path.join(base, "hw_counters", "sent_pkts"),
                                       os.path.join(base, "counters", "port_xmit_packets")) if os.path.exists(p)), None)
         self.base = self.value = self.read()
@@ -242,8 +243,8 @@ class PerftestEngine(FlowEngine):
         opts = spec.perftest or PerftestOptions()
         if shutil.which(opts.tool) is None:
             raise OSError("%s is not installed on this host (Debian: apt install perftest)" % opts.tool)
-        if not opts.device or not os.path.isdir("/sys/class/infiniband/%s" % opts.device):
-            raise OSError("no RDMA device %r on this host (see /sys/class/infiniband)" % (opts.device,))
+        if not opts.device or not os.path.isdir(_rdma.device_dir(opts.device)):
+            raise OSError("no RDMA device %r on this host (see %s)" % (opts.device, _rdma.class_dir()))
         if spec.volume is None and spec.duration is None:
             raise OSError("a perftest server needs the step's volume or duration (it must match its clients')")
         return None

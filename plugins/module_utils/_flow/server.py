@@ -17,11 +17,10 @@ import os
 import signal
 import time
 
-from .._flow_module_io import write_json_atomic
+from .._atomic import write_json as write_json_atomic
 from .daemon import spawn
+from .state import DEFAULT_STATE_DIR, server_paths
 from .tcp import token_bytes
-
-DEFAULT_STATE_DIR = "/run/aifabric-lab"
 
 
 def run_id(token):
@@ -30,8 +29,7 @@ def run_id(token):
 
 
 def paths(state_dir, spec):
-    base = os.path.join(state_dir, "server-%s-%d" % (spec.address.replace(":", "_"), spec.port))
-    return base + ".json", base + ".pid"
+    return server_paths(state_dir, spec.address, spec.port)
 
 
 def alive(pid):

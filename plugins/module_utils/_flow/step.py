@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import signal
 import sys
@@ -34,13 +33,14 @@ import traceback
 from dataclasses import dataclass, field
 
 from .. import _netns_enter as _netns
+from .._atomic import write_json as write_json_atomic
 from .._counters import snapshot
-from .._flow_module_io import write_json_atomic
 from .clock import set_normal, set_realtime, tight_timers
 from .daemon import spawn
 from .engine import FlowSpec, engine_class
 from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect
 from .server import alive, run_id
+from .state import step_paths, step_record_path
 from .tcp import TcpEngine
 
 __all__ = ["HostPart", "start", "start_in_namespaces", "collect", "stop", "engine_class", "paths", "record_path"]
@@ -60,7 +60,6 @@ def preload(part):
 
 
 GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 STOPPED = "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"
 
 
@@ -86,14 +85,8 @@ class HostPart:
         return self.rendezvous.get("host") == self.party
 
 
-def paths(state_dir, run, party):
-    """The host's result file and PID file for one step."""
-    base = os.path.join(state_dir, "step-%s-%s" % (run[:16], _SAFE.sub("_", party)))
-    return base + ".json", base + ".pid"
-
-
-def record_path(state_dir, run):
-    return os.path.join(state_dir, "step-%s.rendezvous.json" % run[:16])
+paths = step_paths
+record_path = step_record_path
 
 
 def _counters(spec):

@@ -10,7 +10,7 @@ from .. import _units
 from . import step as _step
 from .engine import FlowError, FlowSpec, PerftestOptions, parse_instant
 from .engine import check_address as _check_address
-from .server import DEFAULT_STATE_DIR
+from .state import DEFAULT_STATE_DIR
 
 _PERFTEST = PerftestOptions()
 _SERVER = dict(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import socket
 import threading
@@ -10,6 +11,7 @@ import time
 
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import RunDirectory
 
 PLUGINS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "plugins")
 # The one place that builds a command line: the connection plugin's `ip netns exec NAME sh -c CMD`, every part
@@ -68,7 +70,8 @@ def test_no_plugin_runs_a_shell_or_a_command():
 
 
 def test_hostile_flow_ids_and_tokens_stay_data(tmp_path):
-    """A flow id full of shell syntax is carried and stored literally; nothing runs it."""
+    """A flow id full of shell syntax and a path climbing out is carried over the wire and stored literally, and the
+    run directory names its file inside itself (a name that escaped would overwrite /etc/passwd's neighbours)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -84,6 +87,12 @@ def test_hostile_flow_ids_and_tokens_stay_data(tmp_path):
     server.join(5)
     assert result["status"] == "ok"
     assert out["flows"][0]["flow_id"] == hostile
+    run = RunDirectory(str(tmp_path / "runs"), "security")
+    run.add_flow("../../step", dict(result, host="../w1", flow_id=hostile))
+    written = [os.path.join(d, f) for d, _dirs, files in os.walk(str(tmp_path)) for f in files]
+    (path,) = [p for p in written if p.endswith(".json")]
+    assert os.path.realpath(path).startswith(os.path.realpath(run.path) + os.sep), path
+    assert json.load(open(path))["flow_id"] == hostile
     assert not marker.exists()
 
 

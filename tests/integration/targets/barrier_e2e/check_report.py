@@ -26,17 +26,24 @@ assert abs(start["margin_s"] - (3 * max(start["probe_fanout_s"]) + 0.001)) < 3e-
 assert set(start["hosts"]) == {"sink", "worker1", "worker2", "worker3"}, start
 assert step["late_max_s"] <= step["late_bound_s"] and all(x["late_s"] >= 0 for x in w.values()), step
 assert "start                  every host armed" in out
-for key in ("step_s", "mean_completion_s", "straggler"):
-    assert key in step
-for key in ("host", "completion_s", "gbps", "idle_s", "idle_share", "predicted_s"):
-    assert all(key in x for x in step["workers"]), key
+times = [x["completion_s"] for x in w.values()]
+assert abs(step["mean_completion_s"] - sum(times) / 3) < 1e-5, step["mean_completion_s"]
+for x in w.values():
+    assert abs(x["idle_s"] - (step["step_s"] - x["completion_s"])) < 1e-5, x
+    assert abs(x["idle_share"] - x["idle_s"] / step["step_s"]) < 1e-5, x
+# worker3 is the only throttled worker and the straggler: the unthrottled workers are worker1 and worker2
+assert abs(step["unthrottled_idle_share"] - (w["worker1"]["idle_share"] + w["worker2"]["idle_share"]) / 2) < 1e-5
+assert step["throttled_idle_share"] is None
 assert "BARRIER REPORT" in out and "report: " + sys.argv[1] in out
 print("report OK: step %.3f s, shares %s" % (step["step_s"], {h: round(x["idle_share"], 3) for h, x in w.items()}))
 # The wire's books around the step: error counters zero, the throttle's queue congested, every book agreeing with the
 # application's bytes once headers are added per packet.
 c = step["counters"]
 assert c["verdict"].startswith("all error counters zero"), c["verdict"]
-assert "slower than fair share" in c["verdict"] and "overlimits" in c["verdict"], c["verdict"]
+# the throttled step is slower than the fair step (everyone at the line rate), by what its own figures say
+assert step["step_s"] > step["fair_step_s"], step
+said = "step %d%% slower than fair share" % round((step["step_s"] / step["fair_step_s"] - 1) * 100)
+assert c["verdict"].endswith(said) and "overlimits" in c["verdict"], (c["verdict"], said)
 assert c["disagreements"] == [], c["disagreements"]
 checks = {(h, k["counter"]): k for h, x in c["hosts"].items() for k in x["checks"]}
 assert ("worker3", "qdisc eth0") in checks and all(("worker%d" % i, "netdev eth0 tx") in checks for i in (1, 2, 3))

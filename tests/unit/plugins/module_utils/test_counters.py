@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils import _rdma_sysfs
 from ansible_collections.aifabric.lab.plugins.module_utils._counters import (
-    rdma_devices,
     read_netdevs,
     read_rdma,
     snapshot,
@@ -37,7 +37,7 @@ def test_unknown_device_is_named():
 
 
 def test_a_kernel_without_rdma_gives_an_empty_result(tmp_path):
-    assert rdma_devices(str(tmp_path)) == []
+    assert _rdma_sysfs.devices(str(tmp_path)) == []
     assert read_rdma(str(tmp_path)) == {}
 
 

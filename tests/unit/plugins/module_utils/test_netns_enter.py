@@ -16,7 +16,8 @@ from ansible_collections.aifabric.lab.plugins.module_utils._flow import step_mod
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowError
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import alive
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="needs root and iproute2")
+pytestmark = [pytest.mark.needs_root,
+              pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="needs root and iproute2")]
 
 SUBNET = "198.18.251.%d"
 

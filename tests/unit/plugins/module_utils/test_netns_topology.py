@@ -76,6 +76,7 @@ def test_stop_processes_escalates_to_kill():
     assert sent == [(1, signal.SIGTERM), (2, signal.SIGTERM), (2, signal.SIGKILL)]
 
 
+@pytest.mark.needs_root
 def test_real_process_in_a_namespace_is_stopped():
     """The real thing: a sleep inside a fresh namespace is found by inode and stopped."""
     import shutil

@@ -23,7 +23,7 @@ def worker(host, completion, throttle=None, status="ok", gbps=None, start=1000.0
 
 
 def test_seed_figures():
-    """The seed: 27.6, 27.6 and 40.75 s -> step 40.75 s, healthy idle 13.15 s = 32% of the step."""
+    """The seed: 27.6, 27.6 and 40.75 s -> step 40.75 s, the unthrottled workers idle 13.15 s = 32% of the step."""
     report = analyze_step([worker("w1", 27.6), worker("w2", 27.6), worker("w3", 40.75, "2gbit")])
     assert report["status"] == "ok"
     assert report["step_s"] == 40.75
@@ -37,8 +37,23 @@ def test_seed_figures():
     assert report["straggler"]["host"] == "w3"
     assert report["straggler"]["cause"] == "throttled to 2gbit"
     assert report["straggler"]["behind_next_s"] == pytest.approx(13.15)
-    assert report["healthy_idle_share"] == pytest.approx(13.15 / 40.75, abs=1e-6)
+    assert report["unthrottled_idle_share"] == pytest.approx(13.15 / 40.75, abs=1e-6)
+    assert report["throttled_idle_share"] is None  # the only throttled worker is the straggler
     assert report["idle_worker_seconds"] == pytest.approx(26.3)
+
+
+def test_a_second_throttled_worker_is_not_counted_as_unthrottled():
+    """4 workers on a 6 Gb/s line, worker3 at 1 Gb/s, worker4 at 1.6 Gb/s. By hand (max-min): worker3 1, worker4 1.6,
+    the rest (3.4) shared by worker1 and worker2, 1.7 each. With T = 10 s for worker3 (the straggler): worker1 and
+    worker2 finish at 10/1.7 = 5.882353 s, worker4 at 10/1.6 = 6.25 s. Unthrottled idle: 1 - 1/1.7 = 41.2%; worker4
+    (throttled) idle 37.5%. Mixed together they were the misleading "healthy workers idle 40%"."""
+    report = analyze_step([worker("worker1", 10 / 1.7), worker("worker2", 10 / 1.7),
+                           worker("worker3", 10.0, "1gbit"), worker("worker4", 6.25, "1600mbit")])
+    assert report["straggler"]["host"] == "worker3"
+    assert report["unthrottled_idle_share"] == pytest.approx(1 - 1 / 1.7, abs=1e-6)
+    assert report["throttled_idle_share"] == pytest.approx(0.375, abs=1e-6)
+    assert report["verdict"].endswith("the unthrottled workers sat idle 41% of the step, the other throttled "
+                                      "workers 38%")
 
 
 def test_seed_prediction_and_bottleneck_share():
@@ -167,7 +182,7 @@ def test_contradicting_link_rates_are_reported_not_raised():
     b = worker("b", 1.0)
     b["annotations"]["path"] = [{"link": "sw->sink", "rate": "4gbit"}]
     report = analyze_step([a, b])
-    assert "two rates" in report["prediction_error"]
+    assert "two rates" in report["prediction_unavailable"]
     assert report["status"] == "ok"
 
 

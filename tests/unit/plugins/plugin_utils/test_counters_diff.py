@@ -30,6 +30,13 @@ def test_the_seeds_green_fabric():
     assert verdict(d, 0.32) == "all error counters zero, step 32% slower than fair share"
 
 
+@pytest.mark.parametrize("slower, said", [(0.32, "step 32% slower than fair share"),
+                                          (-0.04, "step 4% faster than fair share"),
+                                          (0.002, "step as fast as fair share")])
+def test_the_step_against_fair_share_says_which_way(slower, said):
+    assert verdict({"errors": {}, "congestion": {}}, slower) == "all error counters zero, " + said
+
+
 def test_errors_and_congestion_are_named():
     d = diff(snap(0, 0), snap(1, 100, errors=3, wait=500, drops=2, overlimits=7))
     assert d["errors"] == {"rdma/mlx5_0/1/counters/port_rcv_errors": 3, "netdev/eth0/rx_dropped": 2}
@@ -67,19 +74,29 @@ def _snap(taken, tx_bytes, tx_packets, q_bytes=None, q_packets=None, drops=0):
 
 
 def test_books_agree_with_headers_per_packet():
-    # worker3 of a real demo run: 2 GB of payload, 33327 GSO packets on the veth, 223526 segments in the htb
+    """worker3 of a real `make demo` run (its counter files, as the callback wrote them): 2 GB of payload. By hand:
+    netdev eth0 tx moved 2002109839 - 586 = 2002109253 bytes in 31965 - 7 = 31958 (GSO) packets; payload + 66 B per
+    packet = 2000000000 + 66 x 31958 = 2002109228, 25 bytes off (1.25e-8). The htb qdisc counted 2014752741 bytes in
+    223526 segments: 2000000000 + 66 x 223526 = 2014752716, 25 bytes off too."""
+    import json
+    import os
+
     from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
+    path = os.path.join(os.path.dirname(__file__), "fixtures", "run-v1-demo", "counters", "barrier", "worker3.json")
+    snaps = {"worker3": json.load(open(path))}
     step = {"status": "ok", "step_s": 8.06, "bottleneck_gbps": 8.0, "fair_step_s": 6.04,
             "workers": [{"host": "worker3", "bytes": 2000000000}]}
-    snaps = {"worker3": {"interface": "eth0", "engine": "tcp",
-                         "before": _snap(0, 1000, 10, 0, 0),
-                         "after": _snap(9, 1000 + 2000000000 + 33327 * 66, 10 + 33327,
-                                        2000000000 + 223526 * 66, 223526)}}
     section = step_counters(step, snaps)
     assert section["disagreements"] == []
-    assert [c["counter"] for c in section["hosts"]["worker3"]["checks"]] == ["netdev eth0 tx", "qdisc eth0"]
-    assert all(c["agrees"] and c["difference"] == 0 for c in section["hosts"]["worker3"]["checks"])
-    assert section["verdict"] == "all error counters zero, step 33% slower than fair share"
+    netdev, qdisc = section["hosts"]["worker3"]["checks"]
+    assert (netdev["counter"], netdev["bytes"], netdev["packets"], netdev["expected_bytes"]) == (
+        "netdev eth0 tx", 2002109253, 31958, 2002109228)
+    assert (qdisc["counter"], qdisc["bytes"], qdisc["packets"], qdisc["expected_bytes"]) == (
+        "qdisc eth0", 2014752741, 223526, 2014752716)
+    assert netdev["agrees"] and qdisc["agrees"]
+    # the htb throttled the flow (overlimits moved: congestion, not an error); the step 8.06 s against 6.04 s fair
+    assert section["verdict"].startswith("all error counters zero; congestion counters moved: ")
+    assert section["verdict"].endswith("step 33% slower than fair share")
 
 
 def test_books_that_disagree_are_named():

@@ -37,7 +37,8 @@ def test_baseline_feeds_the_barrier_step():
     assert "single flow w1: 7.944 Gb/s" in text
     assert "step time (max)        4.03 s" in text
     assert "straggler              w3: throttled to 2gbit" in text
-    assert "healthy workers idle   33% of the step" in text
+    assert "unthrottled idle       33% of the step (the workers without a throttle of their own)" in text
+    assert "  throttled idle" not in text
 
 
 def test_failed_step_text_says_no_step_time():
@@ -79,3 +80,26 @@ def test_step_and_host_names_are_made_safe(tmp_path):
     for root, _dirs, names in os.walk(run.path):
         for name in names:
             assert os.path.realpath(os.path.join(root, name)).startswith(run.path)
+
+
+V1_RUN = os.path.join(os.path.dirname(__file__), "fixtures", "run-v1-demo")
+
+
+def test_a_version_1_run_directory_re_renders_as_version_2(tmp_path):
+    """A real `make demo` run written by schema version 1 (its report.json kept as it was written): re-rendered from
+    its flow and counter files, it gives the same figures under the version-2 names."""
+    import shutil
+
+    path = str(tmp_path / "run")
+    shutil.copytree(V1_RUN, path)
+    old = json.load(open(os.path.join(V1_RUN, "report.json")))
+    text = render_run(path)
+    new = json.load(open(os.path.join(path, "report.json")))
+    assert old["schema_version"] == 1 and new["schema_version"] == 2
+    (old_step, new_step) = (old["steps"][1], new["steps"][1])
+    assert new_step["step_s"] == old_step["step_s"] and new_step["straggler"] == old_step["straggler"]
+    assert [w["completion_s"] for w in new_step["workers"]] == [w["completion_s"] for w in old_step["workers"]]
+    # the seed's shape (one throttle, and it is the straggler's): the unthrottled share is the old "healthy" one
+    assert new_step["unthrottled_idle_share"] == old_step["healthy_idle_share"]
+    assert new_step["throttled_idle_share"] is None and "healthy_idle_share" not in new_step
+    assert "unthrottled idle       %.0f%% of the step" % (old_step["healthy_idle_share"] * 100) in text
