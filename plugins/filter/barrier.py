@@ -46,34 +46,32 @@ def fair_share(flows, links, volumes=None):
         raise AnsibleFilterError("fair_share: %s" % exc) from None
 
 
-def flow_plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch"):
+def flow_plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch", interface="eth0",
+              rdma_device=None):
     try:
-        return plan(experiment, groups, hostvars, line_rate=line_rate, mtu=int(mtu), switch=switch)
+        return plan(experiment, groups, hostvars, line_rate=line_rate, mtu=int(mtu), switch=switch,
+                    interface=interface or "eth0", rdma_device=rdma_device or None)
     except ExperimentError as exc:
         raise AnsibleFilterError("flow_plan: %s" % exc) from None
 
 
-def flow_step_args(the_plan, host, step, token, throttle=None, interface="eth0", rdma_device=None):
+def flow_step_args(the_plan, host, step, token, throttle=None, interface=None, rdma_device=None):
     if not isinstance(the_plan, dict) or host not in (the_plan.get("hosts") or {}):
         raise AnsibleFilterError("flow_step_args: %s is not a host of this plan (give the flow_plan filter's result "
                                  "and one of its participants)" % (host,))
-    return host_args(the_plan, host, str(step), str(token), throttle=throttle or None, interface=interface,
+    return host_args(the_plan, host, str(step), str(token), throttle=throttle or None, interface=interface or None,
                      rdma_device=rdma_device or None)
 
 
-def flow_step_batch_args(the_plan, step, token, throttles=None, hostvars=None, interface="eth0", only=None):
+def flow_step_batch_args(the_plan, step, token, throttles=None, only=None):
     if not isinstance(the_plan, dict) or "participants" not in the_plan:
         raise AnsibleFilterError("flow_step_batch_args: give the flow_plan filter's result")
     by_host = {}
     for result in throttles or []:
         if isinstance(result, dict) and result.get("item") and not result.get("skipped"):
             by_host[result["item"]] = result
-    interfaces = {}
-    for host in the_plan["participants"]:
-        hv = (hostvars or {}).get(host) or {}
-        interfaces[host] = hv.get("experiment_interface") or hv.get("lab_interface") or interface
     try:
-        return batch_args(the_plan, str(step), str(token), throttles=by_host, interfaces=interfaces,
+        return batch_args(the_plan, str(step), str(token), throttles=by_host,
                           only=list(only) if only is not None else None)
     except ExperimentError as exc:
         raise AnsibleFilterError("flow_step_batch_args: %s" % exc) from None

@@ -81,8 +81,11 @@ def _netns(hostvars, host):
     return str(hv.get("ansible_netns_prefix") or "") + str(name)
 
 
-def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch"):
-    """Expand ``experiment`` over the inventory. ``groups``/``hostvars`` are Ansible's magic variables."""
+def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch", interface="eth0",
+         rdma_device=None):
+    """Expand ``experiment`` over the inventory. ``groups``/``hostvars`` are Ansible's magic variables. A host's lab
+    interface is its ``experiment_interface``, else its ``lab_interface``, else ``interface``; its RDMA device (the
+    perftest engine) its ``lab_rdma_device``, else ``rdma_device``."""
     if not isinstance(experiment, dict):
         raise ExperimentError("experiment: expected a dict (name, pattern, volume, ...), got %r" % (experiment,))
     if "start_lead" in experiment:
@@ -183,9 +186,14 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     hosts = {}
 
     def host_entry(host):
-        return hosts.setdefault(
-            host, {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host),
-                   "netns": _netns(hostvars, host)})
+        if host not in hosts:
+            hv = hostvars.get(host) or {}
+            hosts[host] = {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host),
+                           "netns": _netns(hostvars, host),
+                           "interface": str(hv.get("experiment_interface") or hv.get("lab_interface") or interface),
+                           "rdma_device": (hv.get("lab_rdma_device") or rdma_device or None)
+                           if engine == "perftest" else None}
+        return hosts[host]
 
     bottlenecks = {}
     sent = {}
@@ -229,7 +237,11 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         })
     for host, rate in throttles.items():
         if host in hosts:
-            host_entry(host)["throttle"] = format_rate(rate)
+            entry = host_entry(host)
+            entry["throttle"] = format_rate(rate)
+            # the throttle module's arguments for this host (the role passes them on as they are)
+            entry["throttle_args"] = {"rate": entry["throttle"], "engine": engine, "interface": entry["interface"],
+                                      "rdma_device": entry["rdma_device"]}
     participants = sorted(hosts)
     coordinator = experiment.get("coordinator")
     if coordinator is None:
@@ -279,10 +291,12 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
 _PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")
 
 
-def host_args(the_plan, host, step, token, throttle=None, interface="eth0", rdma_device=None):
+def host_args(the_plan, host, step, token, throttle=None, interface=None, rdma_device=None):
     """The ``aifabric.lab.flow_step`` arguments of ``host`` for ``step``: its servers, its client flows (with the
     throttle the host actually got: ``throttle`` is the throttle module's result), the rendezvous, its counters."""
     entry = the_plan["hosts"][host]
+    interface = interface or entry.get("interface") or "eth0"
+    rdma_device = rdma_device or entry.get("rdma_device")
     perftest = the_plan["engine"] == "perftest"
     throttle = throttle or {}
     rate_limit = (throttle.get("flow_args") or {}).get("rate_limit")
@@ -338,7 +352,7 @@ _COMMON = ("token", "step", "engine", "perftest", "rendezvous", "arm_timeout", "
            "start_tolerance")
 
 
-def common_args(the_plan, step, token, interface="eth0", rdma_device=None):
+def common_args(the_plan, step, token, interface=None, rdma_device=None):
     """The ``flow_step`` arguments that every host of ``step`` shares (the coordinating host's rendezvous, with
     every host and flow): what the collect and stop tasks give."""
     args = host_args(the_plan, the_plan["rendezvous"]["host"], step, token, interface=interface,
@@ -349,20 +363,19 @@ def common_args(the_plan, step, token, interface="eth0", rdma_device=None):
 def batch_args(the_plan, step, token, throttles=None, interfaces=None, only=None):
     """The arguments of one ``flow_step`` task that starts every host's part of ``step`` in its network namespace:
     the common arguments plus ``parts``. ``throttles``: host -> the throttle module's result; ``interfaces``: host ->
-    its lab interface (default eth0); ``only``: the hosts still in the play (the others are left to the collect
+    its lab interface (default: the plan's); ``only``: the hosts still in the play (the others are left to the collect
     task's ``missing``)."""
     if not the_plan.get("batch_start"):
         raise ExperimentError("batch_args: this plan's hosts are not all network namespaces of one machine (or the "
                               "engine is perftest, or batch_start is false); start each host's part on the host")
     throttles = throttles or {}
     interfaces = interfaces or {}
-    out = common_args(the_plan, step, token, interface=interfaces.get(the_plan["rendezvous"]["host"], "eth0"))
+    out = common_args(the_plan, step, token, interface=interfaces.get(the_plan["rendezvous"]["host"]))
     out["parts"] = []
     for host in the_plan["participants"]:
         if only is not None and host not in only:
             continue
-        args = host_args(the_plan, host, step, token, throttle=throttles.get(host),
-                         interface=interfaces.get(host, "eth0"))
+        args = host_args(the_plan, host, step, token, throttle=throttles.get(host), interface=interfaces.get(host))
         out["parts"].append({"party": host, "netns": the_plan["hosts"][host]["netns"], "servers": args["servers"],
                              "clients": args["clients"], "counters": args["counters"]})
     return out

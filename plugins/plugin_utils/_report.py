@@ -44,7 +44,7 @@ class RunDirectory:
 
     def add_counters(self, step, host, snapshots):
         write_text(os.path.join(self.path, "counters", _safe(step), _safe(host) + ".json"),
-                     json.dumps(snapshots, indent=1, sort_keys=True))
+                   json.dumps(snapshots, indent=1, sort_keys=True))
 
     def add_flow(self, step, record):
         name = _safe(record["host"])

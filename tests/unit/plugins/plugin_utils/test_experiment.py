@@ -172,3 +172,20 @@ def test_the_namespace_is_the_one_the_connection_enters():
     assert p["hosts"]["worker1"]["netns"] == "afl-w-one" and p["hosts"]["worker2"]["netns"] == "afl-w-two"
     with pytest.raises(ExperimentError, match="batch_start: 'yes'; give true or false"):
         plan({"batch_start": "yes"}, GROUPS, NETNS)
+
+
+def test_the_plan_gives_each_throttle_its_module_arguments_and_each_host_its_interface():
+    hv = dict(HOSTVARS, worker2=dict(HOSTVARS["worker2"], lab_interface="ens5"),
+              worker3=dict(HOSTVARS["worker3"], experiment_interface="data0", lab_interface="ens5"))
+    p = plan({"throttles": {"worker3": "2gbit", "worker2": "3gbit"}}, GROUPS, hv, interface="eth1")
+    assert {h: e["interface"] for h, e in p["hosts"].items()} == {
+        "sink": "eth1", "worker1": "eth1", "worker2": "ens5", "worker3": "data0"}
+    assert p["hosts"]["worker3"]["throttle_args"] == {"rate": "2gbit", "engine": "tcp", "interface": "data0",
+                                                      "rdma_device": None}
+    assert "throttle_args" not in p["hosts"]["worker1"]
+    # the counters are read where the throttle shapes
+    assert host_args(p, "worker3", "s", "t")["counters"]["interface"] == "data0"
+    rdma = plan({"engine": "perftest", "throttles": {"worker3": "2gbit"}}, GROUPS,
+                dict(hv, worker3=dict(hv["worker3"], lab_rdma_device="rxe1")), rdma_device="rxe0")
+    assert rdma["hosts"]["worker3"]["throttle_args"]["rdma_device"] == "rxe1"
+    assert host_args(rdma, "worker1", "s", "t")["perftest"]["device"] == "rxe0"
