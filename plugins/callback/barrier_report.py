@@ -61,7 +61,12 @@ import tempfile
 import time
 
 from ansible.plugins.callback import CallbackBase
-from ansible_collections.aifabric.lab.plugins.plugin_utils._report import RunDirectory, build_report, render_text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import (
+    RunDirectory,
+    analyze_run,
+    build_report,
+    render_text,
+)
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
@@ -305,9 +310,17 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_stats(self, stats):
         if not self._steps:
             return
-        steps = {name: list(flows.values()) for name, flows in self._steps.items()}
-        report = build_report(steps, run_path=self._run.path if self._run else None, counters=self._counters,
-                              starts=self._starts)
+        report = None
+        if self._run is not None and self._write_error is None:
+            # the one analysis, from the run directory every result was written to as it came
+            try:
+                report = analyze_run(self._run.path)
+            except (OSError, ValueError) as exc:
+                self._write_error = "cannot read back the run directory %s: %s" % (self._run.path, exc)
+        if report is None:  # nothing could be written: the report from what this process holds
+            steps = {name: list(flows.values()) for name, flows in self._steps.items()}
+            report = build_report(steps, run_path=self._run.path if self._run else None, counters=self._counters,
+                                  starts=self._starts)
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:

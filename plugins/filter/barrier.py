@@ -18,7 +18,10 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import (
 )
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import max_min_rates, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import analyze_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run as _render_run
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_text as _render_text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import report_json as _report_json
 
 
 def barrier_analysis(records, baseline_gbps=None, bottleneck=None, name=None):
@@ -85,6 +88,25 @@ def netns_lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sin
         raise AnsibleFilterError("netns_lab_hosts: %s" % exc) from None
 
 
+def run_report(run_dir):
+    try:
+        return analyze_run(str(run_dir))
+    except (OSError, ValueError) as exc:
+        raise AnsibleFilterError("run_report: %s" % exc) from None
+
+
+def report_json(report):
+    if not isinstance(report, dict) or "steps" not in report:
+        raise AnsibleFilterError("report_json: give a report (the run_report filter's result)")
+    return _report_json(report)
+
+
+def report_text(report):
+    if not isinstance(report, dict) or "steps" not in report:
+        raise AnsibleFilterError("report_text: give a report (the run_report filter's result)")
+    return _render_text(report)
+
+
 def render_run(run_dir):
     try:
         return _render_run(str(run_dir))
@@ -111,5 +133,6 @@ class FilterModule:
     def filters(self):
         return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
                 "flow_step_args": flow_step_args, "flow_step_batch_args": flow_step_batch_args,
-                "netns_lab_hosts": netns_lab_hosts, "render_run": render_run,
+                "netns_lab_hosts": netns_lab_hosts, "render_run": render_run, "run_report": run_report,
+                "report_json": report_json, "report_text": report_text,
                 "rate_bps": rate_bps, "counters_diff": counters_diff}

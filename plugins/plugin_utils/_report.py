@@ -58,7 +58,7 @@ class RunDirectory:
                    json.dumps(dict(start, step=step), indent=1, sort_keys=True))
 
     def write_report(self, report):
-        write_text(os.path.join(self.path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
+        write_text(os.path.join(self.path, "report.json"), report_json(report))
         text = render_text(report)
         write_text(os.path.join(self.path, "report.txt"), text)
         return text
@@ -214,11 +214,22 @@ def render_text(report):
     return _TEMPLATE.render(report=report)
 
 
+def analyze_run(path):
+    """The one analysis: a run directory's report, from its files (flows/, counters/, starts/). The callback, the
+    re-render playbook and the run_report filter all call it, so they give the same report for the same run."""
+    return build_report(load_steps(path), run_path=os.path.abspath(path), counters=load_counters(path),
+                        starts=load_starts(path))
+
+
+def report_json(report):
+    """report.json's text."""
+    return json.dumps(report, indent=1, sort_keys=True)
+
+
 def render_run(path):
-    """Rebuild report.json and report.txt of a run directory from its flow files; return the text."""
-    report = build_report(load_steps(path), run_path=os.path.abspath(path), counters=load_counters(path),
-                          starts=load_starts(path))
+    """Rebuild report.json and report.txt of a run directory from its files; return the text."""
+    report = analyze_run(path)
     text = render_text(report)
-    write_text(os.path.join(path, "report.json"), json.dumps(report, indent=1, sort_keys=True))
+    write_text(os.path.join(path, "report.json"), report_json(report))
     write_text(os.path.join(path, "report.txt"), text)
     return text

@@ -83,10 +83,12 @@ for host, rate in (("worker1", 3), ("worker2", 3), ("worker3", 2)):
 print("streams OK: %s" % {h: round(x["gbps"], 3) for h, x in w.items()})
 PY
 
-# Re-render the first run's report from its flow files alone.
+# Re-render the first run's report from its files alone: the same report.json as the callback's, byte for byte.
 first_run=$(dirname "$report")
+cp "$first_run/report.json" "$work/callback-report.json"
 rm "$first_run/report.json" "$first_run/report.txt"
 ansible-playbook aifabric.lab.render_report -e run_dir="$first_run" > "$work/render.txt"
+cmp "$work/callback-report.json" "$first_run/report.json"
 grep -q "straggler              worker3: throttled to 2gbit" "$work/render.txt"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['steps'][1]['straggler']['host']=='worker3'" \
   "$first_run/report.json"

@@ -185,3 +185,25 @@ def test_one_task_that_started_every_part_names_the_host_that_could_not_start(ca
 def test_a_loops_summary_result_is_not_counted_twice(callback):
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "stopped", "party": "sink"}, {"results": [{}]}))
     assert callback._steps == {}
+
+
+def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for_byte(callback, tmp_path):
+    import shutil
+
+    from ansible_collections.aifabric.lab.plugins.filter.barrier import report_json, run_report
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run
+
+    callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
+                                    {"step": record()}))
+    callback.v2_playbook_on_stats(None)
+    path = run_dir(callback)
+    written = open(os.path.join(path, "report.json")).read()
+    assert json.loads(written)["run_dir"] == os.path.abspath(path)
+    assert report_json(run_report(path)) == written  # the filter, read only
+    render_run(path)  # the re-render, writing the files again
+    assert open(os.path.join(path, "report.json")).read() == written
+    # a copy of the directory re-renders to the same report but for where it lives
+    copy = str(tmp_path / "copy")
+    shutil.copytree(path, copy)
+    render_run(copy)
+    assert json.loads(open(os.path.join(copy, "report.json")).read()) == dict(json.loads(written), run_dir=copy)

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+"""The filters as a play calls them: what they return, and bad input as AnsibleFilterError naming the field."""
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.aifabric.lab.plugins.filter.barrier import FilterModule
+
+F = FilterModule().filters()
+GROUPS = {"workers": ["w1", "w2", "w3"], "sinks": ["sink"], "switches": ["switch"]}
+NETNS = {"ansible_connection": "aifabric.lab.netns", "ansible_netns_prefix": "afl-"}
+HOSTVARS = {"sink": dict(NETNS, lab_address="198.18.0.1"), "w1": dict(NETNS, lab_address="198.18.0.11"),
+            "w2": dict(NETNS, lab_address="198.18.0.12"), "w3": dict(NETNS, lab_address="198.18.0.13")}
+
+
+def test_every_filter_is_registered():
+    assert sorted(F) == ["barrier_analysis", "counters_diff", "fair_share", "flow_plan", "flow_step_args",
+                         "flow_step_batch_args", "netns_lab_hosts", "rate_bps", "render_run", "report_json",
+                         "report_text", "run_report"]
+
+
+def test_the_seed_through_the_filters():
+    plan = F["flow_plan"]({"volume": "1GB", "throttles": {"w3": "2gbit"}}, GROUPS, HOSTVARS, "8gbit", "9000")
+    assert plan["participants"] == ["sink", "w1", "w2", "w3"] and plan["batch_start"] is True
+    args = F["flow_step_args"](plan, "w3", "barrier", "tok", {"mechanism": "tc", "description": "tc htb on eth0"})
+    assert args["clients"][0]["annotations"]["throttle_mechanism"] == "w3: tc htb on eth0"
+    # the throttle task's loop results, as Ansible registers them (a skipped item is ignored)
+    batch = F["flow_step_batch_args"](plan, "barrier", "tok", [{"item": "w3", "mechanism": "tc",
+                                                                "description": "tc htb on eth0"},
+                                                               {"item": "w9", "skipped": True}], ["sink", "w1", "w3"])
+    assert [p["party"] for p in batch["parts"]] == ["sink", "w1", "w3"]
+    assert batch["parts"][2]["clients"][0]["annotations"]["throttle_mechanism"] == "w3: tc htb on eth0"
+    # hand-computed max-min: w1 and w2 3 Gb/s each, w3 at its 2 Gb/s throttle
+    shares = F["fair_share"]({"w1": ["link"], "w2": ["link"], "w3": ["link", "w3"]}, {"link": "8gbit", "w3": "2gbit"})
+    assert {f: s["rate_bps"] for f, s in shares.items()} == {"w1": 3e9, "w2": 3e9, "w3": 2e9}
+    assert F["rate_bps"]("2gbit") == 2e9
+
+
+@pytest.mark.parametrize("name, args, message", [
+    ("flow_plan", ({"volume": "lots"}, GROUPS, HOSTVARS), "flow_plan: experiment.volume: 'lots'"),
+    ("flow_step_args", ({"hosts": {}}, "w9", "s", "t"), "flow_step_args: w9 is not a host of this plan"),
+    ("flow_step_batch_args", ([], "s", "t"), "flow_step_batch_args: give the flow_plan filter's result"),
+    ("barrier_analysis", ("not a list",), "barrier_analysis: expected a list of flow results"),
+    ("fair_share", ({"f": ["l"]}, {"l": "8gbps"}), "fair_share: links.l: '8gbps' is ambiguous"),
+    ("rate_bps", ("fast",), "rate: 'fast'"),
+    ("counters_diff", ("x", {}), "counters_diff: give two port_counters snapshots"),
+    ("run_report", ("/nonexistent-run",), "run_report: /nonexistent-run has no flows/ directory"),
+    ("report_json", ({},), "report_json: give a report"),
+    ("report_text", ([],), "report_text: give a report"),
+    ("netns_lab_hosts", (GROUPS, dict(HOSTVARS, w1={"lab_address": "10.0.0.1"})),
+     "netns_lab_hosts: host w1: lab_address 10.0.0.1 is outside lab_subnet 198.18.0.0/24"),
+])
+def test_bad_input_names_the_field(name, args, message):
+    with pytest.raises(AnsibleFilterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        F[name](*args)
+
+
+def test_a_plan_whose_hosts_are_not_namespaces_has_no_batch():
+    plan = F["flow_plan"]({}, GROUPS, {h: {"lab_address": v["lab_address"]} for h, v in HOSTVARS.items()})
+    assert plan["batch_start"] is False
+    with pytest.raises(AnsibleFilterError, match="start each host's part on the host"):
+        F["flow_step_batch_args"](plan, "s", "t")
