@@ -43,9 +43,11 @@ options:
     default: []
   label:
     description:
-      - Returned as RV(label). The C(aifabric.lab.barrier_report) callback keeps snapshots labelled V(STEP|before)
-        and V(STEP|after) and shows, in that step's report, what moved, the verdict, and where the application's
-        bytes and the interface's and qdisc's books disagree by more than 0.5%.
+      - Returned as RV(label), for the play's own bookkeeping (pair two snapshots with the
+        C(aifabric.lab.counters_diff) filter).
+      - A step run by M(aifabric.lab.flow_step) (the C(aifabric.lab.experiment) role) takes its own snapshots, before
+        arming and after its flows, and returns them keyed by step and phase; the C(aifabric.lab.barrier_report)
+        callback reports what moved beside the step. Nothing parses this label.
     type: str
   interface:
     description: The lab interface these counters describe (returned, for the report's byte checks).
