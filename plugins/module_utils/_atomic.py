@@ -14,16 +14,18 @@ import tempfile
 __all__ = ["write_text", "write_json"]
 
 
-def write_text(path, text, mode=None):
-    """Write ``text`` to ``path`` atomically (its directory is created); ``mode``: the file's permission bits."""
+def write_text(path, text, mode=0o644):
+    """Write ``text`` to ``path`` atomically (its directory is created, the data is on disk before the rename);
+    ``mode``: the file's permission bits."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -15,6 +15,7 @@ the module's own process: the caller forks first, so the module stays where Ansi
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import re
 
@@ -52,8 +53,8 @@ def enter(name, run_dir=NETNS_RUN_DIR):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
-        raise NetnsError(exc.errno, "network namespace %s does not exist (%s: %s)"
-                         % (name, path, exc.strerror)) from None
+        what = "does not exist" if exc.errno == errno.ENOENT else "cannot be opened"
+        raise NetnsError(exc.errno, "network namespace %s %s (%s: %s)" % (name, what, path, exc.strerror)) from None
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     try:
         _call(libc, "setns", fd, _CLONE_NEWNET)

@@ -18,8 +18,8 @@ import signal
 import time
 
 from ._flow.state import is_step_file, server_file_address
+from ._netns_enter import NETNS_RUN_DIR, valid_name
 
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 
 
@@ -27,7 +27,7 @@ class TopologyError(ValueError):
     pass
 
 
-def pids_in_namespace(name, run_dir="/run/netns", proc="/proc"):
+def pids_in_namespace(name, run_dir=NETNS_RUN_DIR, proc="/proc"):
     """PIDs of the processes whose network namespace is ``name`` (same device and inode as its bind mount)."""
     try:
         ref = os.stat(os.path.join(run_dir, name))
@@ -80,7 +80,7 @@ def validate(params):
     """Check names, addresses and uniqueness; return the normalised topology."""
     switch = params["switch_namespace"]
     bridge = params["bridge"]
-    if not _NAME.match(switch):
+    if not valid_name(switch):
         raise TopologyError(
             "switch_namespace: %r is not a namespace name (letters, digits, . _ -; at most 64)" % switch)
     if not _IFNAME.match(bridge):
@@ -91,7 +91,7 @@ def validate(params):
     for i, host in enumerate(params["hosts"]):
         where = "hosts[%d]" % i
         ns = host.get("namespace")
-        if not ns or not _NAME.match(ns):
+        if not ns or not valid_name(ns):
             raise TopologyError("%s.namespace: %r is not a namespace name" % (where, ns))
         if ns in seen_ns:
             raise TopologyError("%s.namespace: %s is used twice (or is the switch's)" % (where, ns))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ._rdma_sysfs import LINK_LAYER, MTU, PHYS_STATE, PORT_STATE, class_dir, device_dir, gid_table, link_rate
+from ._rdma_sysfs import LINK_LAYER, MTU, PHYS_STATE, PORT_STATE, class_dir, device_dir, gid_table, link_rate, require
 from ._rdma_sysfs import devices as devices_present
 from ._rdma_sysfs import read_text as _read
 
@@ -41,9 +41,7 @@ def gather(verbs, root="/", devices=None):
                                          "for soft-RoCE, modprobe rdma_rxe and rdma link add)"
                                          % class_dir(root)}
     wanted = present if devices is None else list(devices)
-    missing = [d for d in wanted if d not in present]
-    if missing:
-        raise KeyError("devices: no RDMA device %s here (present: %s)" % (", ".join(missing), ", ".join(present)))
+    require(wanted, root, parameter="devices")
     out = {}
     for name in wanted:
         base = device_dir(name, root)

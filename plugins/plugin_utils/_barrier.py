@@ -281,8 +281,10 @@ def analyze_step(records, baseline_gbps=None, bottleneck=None, name=None):
     # ones: a second throttled worker also waits for the straggler, but it is not a healthy worker.
     report["unthrottled_idle_share"] = _mean_idle([w for w in others if not w.get("throttle")], step)
     report["throttled_idle_share"] = _mean_idle([w for w in others if w.get("throttle")], step)
-    idle = ("the unthrottled workers sat idle %.0f%% of the step" % (report["unthrottled_idle_share"] * 100)
-            if report["unthrottled_idle_share"] is not None else "every other worker is throttled too")
+    if report["unthrottled_idle_share"] is not None:
+        idle = "the unthrottled workers sat idle %.0f%% of the step" % (report["unthrottled_idle_share"] * 100)
+    else:
+        idle = "every other worker is throttled too" if others else "no other worker waited"
     if report["throttled_idle_share"] is not None:
         idle += ", the other throttled workers %.0f%%" % (report["throttled_idle_share"] * 100)
     report["verdict"] = "step %.2f s = the straggler %s, %s; the mean %.2f s understates it by %.0f%%; %s" % (
@@ -294,7 +296,7 @@ def _mean_idle(workers, step):
     """The mean idle share of ``workers`` (None when there are none)."""
     if not workers or step <= 0:
         return None
-    return round(sum((step - w["completion_s"]) / step for w in workers) / len(workers), 6)
+    return round(sum(w["idle_share"] for w in workers) / len(workers), 6)
 
 
 def _round(value):

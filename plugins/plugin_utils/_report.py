@@ -4,8 +4,9 @@
 """Run directories, the steps they hold, and the barrier report in text and JSON.
 
 A run directory holds ``flows/<step>/<host>.json`` (one file per flow, written atomically the moment its result
-reaches the controller), then ``report.json`` and ``report.txt``. ``render_run(path)`` rebuilds the report from the
-flow files alone, so a run interrupted before its report loses nothing.
+reaches the controller), ``counters/`` and ``starts/``, then ``report.json`` and ``report.txt``. ``analyze_run(path)``
+is the one analysis of those files (the callback's, the re-render's and the run_report filter's), so a run
+interrupted before its report loses nothing.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import os
 import re
 import time
 
-from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_text
+from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json, write_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
 from jinja2 import Environment, StrictUndefined
 
-__all__ = ["RunDirectory", "build_report", "render_text", "render_run"]
+__all__ = ["RunDirectory", "analyze_run", "build_report", "report_json", "render_text", "render_run"]
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -43,19 +44,16 @@ class RunDirectory:
         self.path = os.path.abspath(path)
 
     def add_counters(self, step, host, snapshots):
-        write_text(os.path.join(self.path, "counters", _safe(step), _safe(host) + ".json"),
-                   json.dumps(snapshots, indent=1, sort_keys=True))
+        write_json(os.path.join(self.path, "counters", _safe(step), _safe(host) + ".json"), snapshots)
 
     def add_flow(self, step, record):
         name = _safe(record["host"])
         if record.get("flow_id") not in (None, record["host"]):
             name += "--" + _safe(record["flow_id"])
-        write_text(os.path.join(self.path, "flows", _safe(step), name + ".json"),
-                   json.dumps(record, indent=1, sort_keys=True))
+        write_json(os.path.join(self.path, "flows", _safe(step), name + ".json"), record)
 
     def add_start(self, step, start):
-        write_text(os.path.join(self.path, "starts", _safe(step) + ".json"),
-                   json.dumps(dict(start, step=step), indent=1, sort_keys=True))
+        write_json(os.path.join(self.path, "starts", _safe(step) + ".json"), dict(start, step=step))
 
     def write_report(self, report):
         write_text(os.path.join(self.path, "report.json"), report_json(report))

@@ -190,6 +190,8 @@ def engine_class(name):
         from .perftest import PerftestEngine
 
         return PerftestEngine
-    from .tcp import TcpEngine
+    if name == "tcp":
+        from .tcp import TcpEngine
 
-    return TcpEngine
+        return TcpEngine
+    raise FlowError("engine: %r is not an engine; use tcp or perftest" % (name,))

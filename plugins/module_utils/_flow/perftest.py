@@ -243,8 +243,10 @@ class PerftestEngine(FlowEngine):
         opts = spec.perftest or PerftestOptions()
         if shutil.which(opts.tool) is None:
             raise OSError("%s is not installed on this host (Debian: apt install perftest)" % opts.tool)
-        if not opts.device or not os.path.isdir(_rdma.device_dir(opts.device)):
-            raise OSError("no RDMA device %r on this host (see %s)" % (opts.device, _rdma.class_dir()))
+        try:
+            _rdma.require([opts.device], parameter="perftest.device")
+        except KeyError as exc:
+            raise OSError(exc.args[0]) from None
         if spec.volume is None and spec.duration is None:
             raise OSError("a perftest server needs the step's volume or duration (it must match its clients')")
         return None

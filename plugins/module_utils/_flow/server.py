@@ -63,10 +63,14 @@ def start(engine, spec, state_dir=DEFAULT_STATE_DIR):
         result["run"] = run_id(spec.token)
         write_json_atomic(result_path, result)
 
-    daemon = spawn(serve)
-    if listener is not None:  # engines without a socket of their own (perftest) return None
-        listener.close()
-    write_json_atomic(pid_path, {"pid": daemon, "run": run_id(spec.token), "started_at": time.time()})
+    def announce(pid):
+        write_json_atomic(pid_path, {"pid": pid, "run": run_id(spec.token), "started_at": time.time()})
+
+    try:
+        daemon = spawn(serve, announce=announce)
+    finally:
+        if listener is not None:  # engines without a socket of their own (perftest) return None
+            listener.close()
     return {"engine": engine.name, "role": "server", "status": "started", "pid": daemon, "address": spec.address,
             "port": spec.port, "expected_clients": spec.expected_clients, "result_file": result_path}
 

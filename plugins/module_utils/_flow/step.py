@@ -36,14 +36,14 @@ from .. import _netns_enter as _netns
 from .._atomic import write_json as write_json_atomic
 from .._counters import snapshot
 from .clock import set_normal, set_realtime, tight_timers
-from .daemon import spawn
+from .daemon import fork_reporting, gather, spawn
 from .engine import FlowSpec, engine_class
 from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect
 from .server import alive, run_id
 from .state import step_paths, step_record_path
 from .tcp import TcpEngine
 
-__all__ = ["HostPart", "start", "start_in_namespaces", "collect", "stop", "engine_class", "paths", "record_path"]
+__all__ = ["HostPart", "start", "start_in_namespaces", "collect", "stop"]
 
 # Everything the daemon runs is imported before the fork: Ansible removes the module's zip file (where these modules
 # come from) as soon as the task returns, and a lazy import in the daemon would then fail. What only some parts need
@@ -83,10 +83,6 @@ class HostPart:
     @property
     def coordinates(self):
         return self.rendezvous.get("host") == self.party
-
-
-paths = step_paths
-record_path = step_record_path
 
 
 def _counters(spec):
@@ -188,7 +184,7 @@ class _Daemon:
         out["ended_at"] = time.time()
         usage = resource.getrusage(resource.RUSAGE_SELF)
         out["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)  # this host's part, from its start to here
-        result_path, pid_path = paths(self.state_dir, part.run, part.party)
+        result_path, pid_path = step_paths(self.state_dir, part.run, part.party)
         write_json_atomic(result_path, out)
         if party.report(out, wait=0.5 if self.stop.is_set() else 10.0):
             out["reported"] = True
@@ -312,17 +308,17 @@ class _Daemon:
         record["step"] = part.step
         record["expected_flows"] = part.rendezvous.get("expected_flows") or {}
         record["annotations"] = dict(part.rendezvous.get("annotations") or {}, step=part.step)
-        write_json_atomic(record_path(self.state_dir, part.run), record)
+        write_json_atomic(step_record_path(self.state_dir, part.run), record)
 
 
-def start(part, state_dir, arm_timeout=None, close=()):
+def start(part, state_dir, close=()):
     """Start the host's part in the background; returns its description. Raises OSError when a server or the
     coordinator cannot listen (with the reason), before anything is started. ``close``: descriptors the daemon
     must not keep (see daemon.spawn)."""
     preload(part)
     engine = engine_class(part.engine)()
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
-    result_path, pid_path = paths(state_dir, part.run, part.party)
+    result_path, pid_path = step_paths(state_dir, part.run, part.party)
     for stale in (result_path, pid_path):
         if os.path.exists(stale):
             os.unlink(stale)
@@ -343,7 +339,7 @@ def start(part, state_dir, arm_timeout=None, close=()):
             except OSError as exc:
                 raise OSError("cannot start the rendezvous on %s:%d: %s"
                               % (spec.address, spec.port, exc.strerror or exc)) from None
-            stale = record_path(state_dir, part.run)
+            stale = step_record_path(state_dir, part.run)
             if os.path.exists(stale):
                 os.unlink(stale)
     except OSError:
@@ -351,7 +347,7 @@ def start(part, state_dir, arm_timeout=None, close=()):
             if sock is not None:
                 sock.close()
         raise
-    arm_deadline = time.time() + (arm_timeout if arm_timeout is not None else part.arm_timeout)
+    arm_deadline = time.time() + part.arm_timeout
 
     def announce(pid):
         write_json_atomic(pid_path, {"pid": pid, "run": part.run, "started_at": time.time()})
@@ -382,49 +378,21 @@ def start(part, state_dir, arm_timeout=None, close=()):
             "arm_deadline": arm_deadline}
 
 
-def _fork_into(netns, work, keep_closed=()):
-    """Run ``work()`` in a forked child inside network namespace ``netns``; returns (pid, fd to read its JSON from).
-    ``keep_closed``: descriptors of the caller the child closes (the other children's pipes)."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover  (runs in the forked process; covered by the real-namespace tests)
-        try:
-            os.close(read_fd)
-            for fd in keep_closed:
-                os.close(fd)
-            try:
-                _netns.enter(netns)
-                out = work(write_fd)
-            except Exception as exc:  # noqa: BLE001  every failure is reported, none is raised past the fork
-                out = {"status": "failed", "error": str(exc)}
-            os.write(write_fd, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    return pid, read_fd
+def _in_namespace(netns, work, close=()):
+    """``fork_reporting`` of ``work`` inside network namespace ``netns`` (entered in the child)."""
+    def enter_then_work(write_fd):
+        _netns.enter(netns)
+        return work(write_fd)
 
-
-def _gather(pid, read_fd):
-    chunks = []
-    while True:
-        chunk = os.read(read_fd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    try:
-        return json.loads(b"".join(chunks))
-    except ValueError:
-        return {"status": "failed", "error": "the process that entered the namespace ended without a result"}
+    return fork_reporting(enter_then_work, close=close)
 
 
 def start_in_namespaces(parts, state_dir):
     """Start several hosts' parts from one process, each inside its own network namespace of this machine (the netns
     lab: one task for the step instead of one per host). ``parts``: (netns, HostPart) pairs. Returns one entry per
     part, in order: ``start``'s description, or ``status: failed`` with the error. When any part failed, the step is
-    aborted through its rendezvous (when the coordinating part started), so every other part ends at once and says
-    why."""
+    aborted through its rendezvous, so every other part ends at once and says why; when the rendezvous cannot take
+    the abort (the coordinating part is the one that failed), every started part is stopped by its PID."""
     for _netns_name, part in parts:
         preload(part)
     children = []
@@ -432,10 +400,10 @@ def start_in_namespaces(parts, state_dir):
         def work(write_fd, part=part):
             return start(part, state_dir, close=(write_fd,))
 
-        children.append(_fork_into(netns, work, keep_closed=[fd for _pid, fd in children]))
+        children.append(_in_namespace(netns, work, close=[fd for _pid, fd in children]))
     results = []
     for (pid, read_fd), (netns, part) in zip(children, parts):
-        out = _gather(pid, read_fd)
+        out = gather(pid, read_fd)
         out.update(host=part.party, netns=netns)
         results.append(out)
     failed = [r for r in results if r.get("status") != "started"]
@@ -446,10 +414,15 @@ def start_in_namespaces(parts, state_dir):
         reason = "; ".join("%s could not start its part: %s" % (r["host"], r["error"]) for r in failed)
 
         def abort(_write_fd):
-            control_abort(part.rendezvous["address"], part.rendezvous["port"], part.run, reason)
-            return {"status": "aborted"}
+            acked = control_abort(part.rendezvous["address"], part.rendezvous["port"], part.run, reason)
+            return {"status": "aborted" if acked else "failed"}
 
-        _gather(*_fork_into(netns, abort))
+        if gather(*_in_namespace(netns, abort)).get("status") == "aborted":
+            return results
+    if failed:
+        for (_netns_name, part), result in zip(parts, results):
+            if result.get("status") == "started":
+                result["stopped"] = stop(part, state_dir, wait=5.0)["signal"]
     return results
 
 
@@ -464,13 +437,13 @@ def _read(path):
 def collect(part, state_dir, wait, missing=()):
     """On the coordinating host: the step's record, once the coordinator wrote it (at most ``wait`` seconds).
     ``missing``: hosts the controller knows will never arm (their task failed): the step is aborted at once."""
-    path = record_path(state_dir, part.run)
+    path = step_record_path(state_dir, part.run)
     address, port = part.rendezvous["address"], part.rendezvous["port"]
     if missing:
         control_abort(address, port, part.run, "%s failed before arming (not in the play any more: failed, "
                                                "unreachable, or left out by --limit)" % ", ".join(missing))
     deadline = time.time() + wait
-    _result_path, pid_path = paths(state_dir, part.run, part.party)
+    _result_path, pid_path = step_paths(state_dir, part.run, part.party)
     # Say "collecting" (the step may fire: from now on this task only waits, so nothing of Ansible's competes with
     # the flows) and block until the coordinator closes the connection at the end of the step.
     if not os.path.exists(path):
@@ -509,7 +482,7 @@ def collect(part, state_dir, wait, missing=()):
 
 def stop(part, state_dir, wait=15.0, kill=os.kill):
     """End the host's part of a step by its PID (it aborts its flows and writes what it has) and return it."""
-    result_path, pid_path = paths(state_dir, part.run, part.party)
+    result_path, pid_path = step_paths(state_dir, part.run, part.party)
     info = _read(pid_path)
     killed = None
     if info and info.get("run") == part.run and alive(info.get("pid")):
@@ -527,9 +500,9 @@ def stop(part, state_dir, wait=15.0, kill=os.kill):
                 break
     out = {"host": part.party, "part": _read(result_path), "signal": killed, "was_running": killed is not None}
     if part.coordinates:
-        out["step"] = _read(record_path(state_dir, part.run))
-        if os.path.exists(record_path(state_dir, part.run)):
-            os.unlink(record_path(state_dir, part.run))
+        out["step"] = _read(step_record_path(state_dir, part.run))
+        if os.path.exists(step_record_path(state_dir, part.run)):
+            os.unlink(step_record_path(state_dir, part.run))
     for path in (result_path, pid_path):
         if os.path.exists(path):
             os.unlink(path)

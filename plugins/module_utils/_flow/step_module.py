@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .. import _netns_enter as _netns
 from .. import _units
 from . import step as _step
@@ -205,7 +207,11 @@ def build_parts(params):
         try:
             part = build_part(dict(params, **{key: entry[key] for key in _PART}))
         except FlowError as exc:
-            raise FlowError("%s (%s): %s" % (where, entry["party"], exc)) from None
+            # an error in the part's own options is the part's; one in a shared option (token, rendezvous, ...) is not
+            field = re.split(r"[.\[:]", str(exc), maxsplit=1)[0]
+            if field in _PART:
+                raise FlowError("%s (%s): %s" % (where, entry["party"], exc)) from None
+            raise
         built.append((entry["netns"], part))
     return built
 

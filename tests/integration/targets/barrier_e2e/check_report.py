@@ -42,8 +42,10 @@ c = step["counters"]
 assert c["verdict"].startswith("all error counters zero"), c["verdict"]
 # the throttled step is slower than the fair step (everyone at the line rate), by what its own figures say
 assert step["step_s"] > step["fair_step_s"], step
-said = "step %d%% slower than fair share" % round((step["step_s"] / step["fair_step_s"] - 1) * 100)
-assert c["verdict"].endswith(said) and "overlimits" in c["verdict"], (c["verdict"], said)
+# by hand for this shaping: everyone at 8 Gb/s would take 3 x 750 MB in 2.25 s; worker3 at 2 Gb/s takes 3 s: 33%
+slower = int(c["verdict"].rsplit("step ", 1)[1].split("%")[0])
+assert 28 <= slower <= 38 and c["verdict"].endswith("% slower than fair share"), c["verdict"]
+assert "overlimits" in c["verdict"], c["verdict"]
 assert c["disagreements"] == [], c["disagreements"]
 checks = {(h, k["counter"]): k for h, x in c["hosts"].items() for k in x["checks"]}
 assert ("worker3", "qdisc eth0") in checks and all(("worker%d" % i, "netdev eth0 tx") in checks for i in (1, 2, 3))

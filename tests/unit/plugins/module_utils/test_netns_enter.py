@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils import _netns_enter
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step as _step
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step_module
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.daemon import gather
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowError
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import alive
 
@@ -50,7 +51,7 @@ def two_hosts():
 
 def in_namespace(name, work):
     """``work()``'s JSON result, run in a forked child inside ``name`` (as the step module's parts are)."""
-    return _step._gather(*_step._fork_into(name, lambda _fd: work()))
+    return gather(*_step._in_namespace(name, lambda _fd: work()))
 
 
 def test_a_forked_process_enters_the_namespace_with_its_own_sys(two_hosts):
@@ -152,12 +153,26 @@ def test_a_part_that_cannot_start_is_named_and_aborts_the_step(two_hosts, tmp_pa
     assert json.loads(json.dumps(started))  # what the module returns is plain data
 
 
+def test_when_the_coordinating_part_cannot_start_the_others_are_stopped_by_pid(two_hosts, tmp_path):
+    state_dir = str(tmp_path)
+    parts = [part("a", "aflt-enter-gone-%d" % os.getpid(),
+                  servers=[{"address": SUBNET % 1, "port": 18705, "expected_clients": 1}]),
+             part("b", two_hosts["b"], clients=[{"flow_id": "b", "address": SUBNET % 1, "port": 18705,
+                                                 "volume": "1MB"}])]
+    started = _step.start_in_namespaces(step_module.build_parts(params(parts, 18704)), state_dir)
+    assert started[0]["status"] == "failed" and started[1]["status"] == "started"
+    # nobody could take the abort: b's part was ended by its PID, at once, not after its arm timeout
+    assert started[1]["stopped"] == "SIGTERM" and not alive(started[1]["pid"])
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(state="collected"), "parts: only state=started"),
     (dict(parts=[part("a", "ns-a"), part("a", "ns-b")]), r"parts\[1\].party: a is listed twice"),
     (dict(parts=[part("a", "../x")]), r"parts\[0\].netns: '../x' is not a network namespace name"),
     (dict(parts=[part("a", "ns-a", clients=[{"flow_id": "f", "address": "198.18.251.1", "port": 1}])]),
      r"parts\[0\] \(a\): clients\[0\]: give exactly one of volume"),
+    # a shared option's error names the shared option, not a part
+    (dict(token=""), r"^token: must not be empty"),
 ])
 def test_bad_parts_name_the_entry_and_the_fix(change, message):
     base = params([part("a", "ns-a"), part("b", "ns-b")], 18703)
