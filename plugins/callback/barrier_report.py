@@ -55,21 +55,58 @@ seealso:
   - module: aifabric.lab.flow
 """
 
+import json
 import os
+import platform
 import signal
 import tempfile
 import time
 
 from ansible.plugins.callback import CallbackBase
+from ansible.release import __version__ as ansible_version
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import (
     RunDirectory,
     analyze_run,
     build_report,
     render_text,
 )
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run import (
+    PLAN_SCHEMA_VERSION,
+    build_run,
+    step_plans,
+)
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
+_STATS_ACTIONS = frozenset(("ansible.builtin.set_stats", "set_stats", "ansible.legacy.set_stats"))
+PLAN_STAT = "aifabric_lab_plan"  # the experiment role's set_stats key: {plan: flow_plan's result, throttles: [...]}
+
+
+def _collection_version():
+    """This collection's version, from its MANIFEST.json (installed) or galaxy.yml (a checkout)."""
+    base = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        with open(os.path.join(base, "MANIFEST.json")) as handle:
+            return json.load(handle)["collection_info"]["version"]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        with open(os.path.join(base, "galaxy.yml")) as handle:
+            for line in handle:
+                if line.startswith("version:"):
+                    return line.split(":", 1)[1].strip().strip("\"'")
+    except OSError:
+        pass
+    return None
+
+
+def _applied_throttles(results):
+    """host -> what the throttle module applied (its ``description``), from the throttle task's loop results."""
+    out = {}
+    for res in results or []:
+        if isinstance(res, dict) and res.get("item") and res.get("description") and not res.get("failed"):
+            out[str(res["item"])] = str(res["description"])
+    return out
 
 
 def _cause_without_result(res):
@@ -123,6 +160,11 @@ class CallbackModule(CallbackBase):
         self._steps = {}
         self._counters = {}
         self._starts = {}
+        self._plans = {}  # step -> StepPlan, from the experiments' plans
+        self._plan_record = {"schema_version": PLAN_SCHEMA_VERSION, "experiments": [], "steps": {}, "lab": {
+            "controller": {"kernel": platform.release(), "python": platform.python_version(),
+                           "ansible_core": ansible_version, "collection": _collection_version()},
+            "hosts": {}}}
         self._run = None
         self._label = "run"
         self._write_error = None
@@ -141,6 +183,8 @@ class CallbackModule(CallbackBase):
         try:
             if self._run is None:
                 self._run = self._open_run()
+                if what != "write_plan":
+                    self._run.write_plan(self._plan_record)
             getattr(self._run, what)(*args)
         except OSError as exc:
             self._write_error = "cannot write results under %s: %s" % (self._run.path if self._run else
@@ -153,8 +197,10 @@ class CallbackModule(CallbackBase):
         record["host"] = host
         record["step"] = step
         record.setdefault("flow_id", host)
-        annotations = record.get("annotations")
-        record["annotations"] = annotations if isinstance(annotations, dict) else {}
+        # A planned step's facts are in plan.json; a flow outside any plan keeps the ones its task gave it
+        annotations = record.pop("annotations", None)
+        if step not in self._plans and isinstance(annotations, dict) and annotations:
+            record["annotations"] = annotations
         record["received_at"] = time.time()  # bookkeeping only; never used for timing
         flows = self._steps.setdefault(step, {})
         key = (host, record["flow_id"])
@@ -184,6 +230,23 @@ class CallbackModule(CallbackBase):
         for flow in part.get("clients") or []:
             self._add_flow(step, host, flow, fill_only=fill_only)
         self._add_counters(step, host, part.get("counters"))
+        if part.get("kernel") and self._plan_record["lab"]["hosts"].get(host, {}).get("kernel") != part["kernel"]:
+            self._plan_record["lab"]["hosts"][host] = {"kernel": part["kernel"]}
+            self._write("write_plan", self._plan_record)
+
+    def _add_plan(self, data):
+        """An experiment's plan (the experiment role's set_stats): its steps' plans, and what each throttle
+        applied, into plan.json."""
+        the_plan = data.get("plan")
+        if not isinstance(the_plan, dict) or not isinstance(the_plan.get("hosts"), dict):
+            return
+        applied = _applied_throttles(data.get("throttles"))
+        plans = step_plans(the_plan, applied)
+        self._plans.update(plans)
+        self._plan_record["experiments"].append(dict(the_plan, applied_throttles=applied))
+        self._plan_record["steps"].update({name: p.as_dict() for name, p in plans.items()})
+        if self._run is not None:
+            self._write("write_plan", self._plan_record)
 
     def _add_step_record(self, record, fill_only=False):
         """The coordinator's record of a step: every host's part, and a cause for every flow that never reported."""
@@ -202,8 +265,7 @@ class CallbackModule(CallbackBase):
                      record.get("error") or "no result")
             for flow_id in flow_ids:
                 self._add_flow(step, host, {"flow_id": flow_id, "status": "error", "error": cause,
-                                            "cause_from": "rendezvous", "annotations": record.get("annotations")},
-                               fill_only=True)
+                                            "cause_from": "rendezvous"}, fill_only=True)
         if record.get("fire") or record.get("parties"):
             self._starts[step] = _start_summary(record)
             self._write("add_start", step, self._starts[step])
@@ -249,6 +311,11 @@ class CallbackModule(CallbackBase):
 
     def _record(self, result, status_override=None, failed=False):
         task = result._task
+        if task.action in _STATS_ACTIONS and not (failed or status_override):
+            data = (result._result.get("ansible_stats") or {}).get("data") or {}
+            if isinstance(data.get(PLAN_STAT), dict):
+                self._add_plan(data[PLAN_STAT])
+            return
         if task.action in _STEP_ACTIONS:
             # (ansible-core 2.19 hands a failed task's result to v2_runner_on_failed without its "failed" key)
             self._record_step_task(result, unreachable=status_override == "unreachable", failed=failed)
@@ -319,8 +386,8 @@ class CallbackModule(CallbackBase):
                 self._write_error = "cannot read back the run directory %s: %s" % (self._run.path, exc)
         if report is None:  # nothing could be written: the report from what this process holds
             steps = {name: list(flows.values()) for name, flows in self._steps.items()}
-            report = build_report(steps, run_path=self._run.path if self._run else None, counters=self._counters,
-                                  starts=self._starts)
+            report = build_report(build_run(steps, self._plans, self._counters, self._starts,
+                                            path=self._run.path if self._run else None, lab=self._plan_record["lab"]))
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:

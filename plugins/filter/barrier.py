@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, parse_rate
-from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
+from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_records
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import diff as _counters_diff
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import verdict as _counters_verdict
 from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import (
@@ -28,7 +28,8 @@ def barrier_analysis(records, baseline_gbps=None, bottleneck=None, name=None):
     if not isinstance(records, list):
         raise AnsibleFilterError("barrier_analysis: expected a list of flow results, got %s" % type(records).__name__)
     try:
-        return analyze_step([dict(r) for r in records], baseline_gbps=baseline_gbps, bottleneck=bottleneck, name=name)
+        return analyze_records([dict(r) for r in records], baseline_gbps=baseline_gbps, bottleneck=bottleneck,
+                               name=name)
     except BarrierInputError as exc:
         raise AnsibleFilterError("barrier_analysis: %s" % exc) from None
 
@@ -58,12 +59,11 @@ def flow_plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch=
         raise AnsibleFilterError("flow_plan: %s" % exc) from None
 
 
-def flow_step_args(the_plan, host, step, token, throttle=None, interface=None, rdma_device=None):
+def flow_step_args(the_plan, host, step, token, throttle=None):
     if not isinstance(the_plan, dict) or host not in (the_plan.get("hosts") or {}):
         raise AnsibleFilterError("flow_step_args: %s is not a host of this plan (give the flow_plan filter's result "
                                  "and one of its participants)" % (host,))
-    return host_args(the_plan, host, str(step), str(token), throttle=throttle or None, interface=interface or None,
-                     rdma_device=rdma_device or None)
+    return host_args(the_plan, host, str(step), str(token), throttle=throttle or None)
 
 
 def flow_step_batch_args(the_plan, step, token, throttles=None, only=None):

@@ -167,7 +167,10 @@ options:
         description: With perftest, its software rate limiter (the M(aifabric.lab.throttle) module says when).
         type: str
       annotations:
-        description: Facts about the flow that its result carries to the barrier report (path, throttle, ...).
+        description:
+          - Facts about the flow that its result carries to the barrier report (C(path), C(throttle), C(mtu),
+            C(bottleneck), C(kind), C(expected_workers), ...), for a step that no experiment plan describes.
+          - The experiment role gives none (the barrier report reads the plan from the run's C(plan.json)).
         type: dict
         default: {}
   rendezvous:
@@ -207,11 +210,6 @@ options:
             step fires as soon as every host has armed.
         type: bool
         default: true
-      annotations:
-        description: Facts about the step that the record carries to the barrier report (its kind, its workers), so
-          that a step in which no host reported is still reported as what it was.
-        type: dict
-        default: {}
       start_at:
         description: A fixed start instant (epoch seconds or ISO 8601 with a zone) instead of the measured one.
         type: raw
@@ -357,7 +355,8 @@ step:
       type: dict
     hosts:
       description: Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
-        C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)).
+        C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)) and
+        C(kernel) (the host's kernel release, for the run record).
       type: dict
 signal:
   description: With O(state=stopped), the signal that ended a still running part, or null.

@@ -88,6 +88,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     perftest engine) its ``lab_rdma_device``, else ``rdma_device``."""
     if not isinstance(experiment, dict):
         raise ExperimentError("experiment: expected a dict (name, pattern, volume, ...), got %r" % (experiment,))
+    # a field given as null takes its default (docs/experiments.md writes the defaults that way: control_port: null)
+    experiment = {key: value for key, value in experiment.items() if value is not None}
     if "start_lead" in experiment:
         raise ExperimentError("experiment.start_lead: no longer used: a step fires when every host has armed, at an "
                               "instant the rendezvous measures; remove it (give start_at for a fixed instant)")
@@ -221,19 +223,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
             "port": server["port"] + (first if engine == "perftest" else 0),
             "volume": volume,
             "streams": streams,
-            "annotations": {
-                "kind": kind,
-                "pattern": pattern,
-                "path": path,
-                "mtu": mtu,
-                "bottleneck": format_rate(line),
-                "throttle": format_rate(throttles[src]) if src in throttles else None,
-                "throttle_mechanism": None,  # what the throttle module actually applied: host_args() fills it in
-                "engine": engine,
-                "goodput_factor": roce_goodput(rdma_mtu) if engine == "perftest" else None,
-                "expected_workers": sorted({source for source, _dest in pairs}),
-                "late_bound": late_bound,
-            },
+            "path": path,  # the links it crosses, with their rates: the report's fair-share prediction reads them
         })
     for host, rate in throttles.items():
         if host in hosts:
@@ -274,6 +264,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         },
         "engine": engine,
         "perftest": dict(experiment.get("perftest") or {}),
+        # payload share of the wire when the plan knows it better than TCP's at the MTU (RoCE headers per RDMA MTU)
+        "goodput_factor": roce_goodput(rdma_mtu) if engine == "perftest" else None,
         "counters": bool(experiment.get("counters", True)),
         "start_tolerance": tolerance,
         "interval": experiment.get("interval", 1.0),
@@ -291,22 +283,19 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
 _PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")
 
 
-def host_args(the_plan, host, step, token, throttle=None, interface=None, rdma_device=None):
-    """The ``aifabric.lab.flow_step`` arguments of ``host`` for ``step``: its servers, its client flows (with the
-    throttle the host actually got: ``throttle`` is the throttle module's result), the rendezvous, its counters."""
+def host_args(the_plan, host, step, token, throttle=None):
+    """The ``aifabric.lab.flow_step`` arguments of ``host`` for ``step``: its servers, its client flows, the rendezvous,
+    its counters. ``throttle``: the throttle module's result for the host (a perftest rate limit becomes the flows'
+    ``rate_limit``; a tc throttle adds the interface's qdisc to the counters)."""
     entry = the_plan["hosts"][host]
-    interface = interface or entry.get("interface") or "eth0"
-    rdma_device = rdma_device or entry.get("rdma_device")
+    interface = entry["interface"]
+    rdma_device = entry.get("rdma_device")
     perftest = the_plan["engine"] == "perftest"
     throttle = throttle or {}
     rate_limit = (throttle.get("flow_args") or {}).get("rate_limit")
     clients = []
     for client in entry["clients"]:
-        annotations = dict(client["annotations"], step=step)
-        if throttle.get("description"):
-            annotations["throttle_mechanism"] = "%s: %s" % (host, throttle["description"])
         out = {key: client[key] for key in ("flow_id", "address", "port", "volume", "streams")}
-        out["annotations"] = annotations
         if perftest:
             out["source"] = entry["address"]  # perftest finds its GID from it
             if rate_limit:
@@ -317,12 +306,10 @@ def host_args(the_plan, host, step, token, throttle=None, interface=None, rdma_d
         out = dict(server)
         out["volume" if perftest else "max_bytes"] = the_plan["volume"] if perftest else the_plan["volume"] * 2
         servers.append(out)
-    rendezvous = dict(the_plan["rendezvous"], annotations={
-        "kind": the_plan["kind"], "pattern": the_plan["pattern"], "bottleneck": the_plan["line_rate"],
-        "expected_workers": the_plan["sources"], "late_bound": the_plan["late_bound"]})
+    rendezvous = dict(the_plan["rendezvous"])
     if host != rendezvous["host"]:
         # only the coordinating host needs every host and every flow (32 hosts would otherwise get 32x32 entries)
-        for key in ("parties", "expected_flows", "annotations"):
+        for key in ("parties", "expected_flows"):
             rendezvous.pop(key)
     counters = None
     if the_plan["counters"]:
@@ -352,30 +339,27 @@ _COMMON = ("token", "step", "engine", "perftest", "rendezvous", "arm_timeout", "
            "start_tolerance")
 
 
-def common_args(the_plan, step, token, interface=None, rdma_device=None):
+def common_args(the_plan, step, token):
     """The ``flow_step`` arguments that every host of ``step`` shares (the coordinating host's rendezvous, with
     every host and flow): what the collect and stop tasks give."""
-    args = host_args(the_plan, the_plan["rendezvous"]["host"], step, token, interface=interface,
-                     rdma_device=rdma_device)
+    args = host_args(the_plan, the_plan["rendezvous"]["host"], step, token)
     return {key: args[key] for key in _COMMON}
 
 
-def batch_args(the_plan, step, token, throttles=None, interfaces=None, only=None):
+def batch_args(the_plan, step, token, throttles=None, only=None):
     """The arguments of one ``flow_step`` task that starts every host's part of ``step`` in its network namespace:
-    the common arguments plus ``parts``. ``throttles``: host -> the throttle module's result; ``interfaces``: host ->
-    its lab interface (default: the plan's); ``only``: the hosts still in the play (the others are left to the collect
-    task's ``missing``)."""
+    the common arguments plus ``parts``. ``throttles``: host -> the throttle module's result; ``only``: the hosts
+    still in the play (the others are left to the collect task's ``missing``)."""
     if not the_plan.get("batch_start"):
         raise ExperimentError("batch_args: this plan's hosts are not all network namespaces of one machine (or the "
                               "engine is perftest, or batch_start is false); start each host's part on the host")
     throttles = throttles or {}
-    interfaces = interfaces or {}
-    out = common_args(the_plan, step, token, interface=interfaces.get(the_plan["rendezvous"]["host"]))
+    out = common_args(the_plan, step, token)
     out["parts"] = []
     for host in the_plan["participants"]:
         if only is not None and host not in only:
             continue
-        args = host_args(the_plan, host, step, token, throttle=throttles.get(host), interface=interfaces.get(host))
+        args = host_args(the_plan, host, step, token, throttle=throttles.get(host))
         out["parts"].append({"party": host, "netns": the_plan["hosts"][host]["netns"], "servers": args["servers"],
                              "clients": args["clients"], "counters": args["counters"]})
     return out

@@ -1,16 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run directories, the steps they hold, and the barrier report in text and JSON.
+"""Run directories and the barrier report in text and JSON.
 
-A run directory holds ``flows/<step>/<host>.json`` (one file per flow, written atomically the moment its result
-reaches the controller), ``counters/`` and ``starts/``, then ``report.json`` and ``report.txt``. ``analyze_run(path)``
-is the one analysis of those files (the callback's, the re-render's and the run_report filter's), so a run
-interrupted before its report loses nothing.
+A run directory (its layout: ``_run``'s docstring and docs/report-schema.md) holds ``plan.json``, one file per flow
+under ``flows/`` (written atomically the moment its result reaches the controller), ``counters/`` and ``starts/``,
+then ``report.json`` and ``report.txt``. ``analyze_run(path)`` is the one analysis of those files (the callback's,
+the re-render's and the run_report filter's), so a run interrupted before its report loses nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import time
 
 from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json, write_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
-from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run import PLAN_FILE, load_run
 from jinja2 import Environment, StrictUndefined
 
 __all__ = ["RunDirectory", "analyze_run", "build_report", "report_json", "render_text", "render_run"]
@@ -27,7 +28,13 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def _safe(name):
-    return _SAFE.sub("_", str(name)).strip("._") or "unnamed"
+    """A file name for a host, step or flow name: the name itself when it is one, else its safe characters and a
+    short digest of the whole name (so "a b" and "a_b" never share a file)."""
+    name = str(name)
+    safe = _SAFE.sub("_", name).strip("._") or "unnamed"
+    if safe == name:
+        return safe
+    return "%s-%s" % (safe, hashlib.sha1(name.encode("utf-8")).hexdigest()[:8])
 
 
 class RunDirectory:
@@ -42,6 +49,11 @@ class RunDirectory:
             path = "%s-%d" % (base, n)
         os.makedirs(path)
         self.path = os.path.abspath(path)
+
+    def write_plan(self, plan):
+        """``plan.json``: the run's plan record (rewritten whole as the run learns more: an applied throttle, a
+        host's kernel)."""
+        write_json(os.path.join(self.path, PLAN_FILE), plan)
 
     def add_counters(self, step, host, snapshots):
         write_json(os.path.join(self.path, "counters", _safe(step), _safe(host) + ".json"), snapshots)
@@ -62,69 +74,19 @@ class RunDirectory:
         return text
 
 
-def load_steps(path):
-    """``{step: [record, ...]}`` from a run directory's flow files (the order of steps as first written)."""
-    steps = {}
-    flows = os.path.join(path, "flows")
-    if not os.path.isdir(flows):
-        raise FileNotFoundError("%s has no flows/ directory: is it a run directory?" % path)
-    entries = []
-    for step in os.listdir(flows):
-        for name in os.listdir(os.path.join(flows, step)):
-            if name.endswith(".json"):
-                full = os.path.join(flows, step, name)
-                with open(full) as handle:
-                    record = json.load(handle)
-                entries.append((record.get("received_at", os.path.getmtime(full)), record.get("step", step), record))
-    for _received, step, record in sorted(entries, key=lambda e: e[0]):
-        steps.setdefault(step, []).append(record)
-    return steps
-
-
-def load_counters(path):
-    """``{step: {host: {before, after, interface, engine}}}`` from a run directory's counters files."""
-    out = {}
-    base = os.path.join(path, "counters")
-    for step in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        for name in sorted(os.listdir(os.path.join(base, step))):
-            if name.endswith(".json"):
-                with open(os.path.join(base, step, name)) as handle:
-                    entry = json.load(handle)
-                out.setdefault(entry.get("step", step), {})[entry.get("host", name[:-5])] = entry
-    return out
-
-
-def load_starts(path):
-    """``{step: start summary}`` from a run directory's starts files (runs before the rendezvous have none)."""
-    out = {}
-    base = os.path.join(path, "starts")
-    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        if name.endswith(".json"):
-            with open(os.path.join(base, name)) as handle:
-                entry = json.load(handle)
-            out[entry.pop("step", name[:-5])] = entry
-    return out
-
-
-def build_report(steps, run_path=None, counters=None, starts=None):
-    """The whole run's report: every step analysed, baselines first so later steps can compare to them; with
-    ``counters`` (before/after snapshots per step and host), what the wire and the queues saw beside it."""
-    report = {"schema_version": SCHEMA_VERSION, "run_dir": run_path, "steps": [], "baseline_gbps": None}
+def build_report(run):
+    """The whole run's report (a ``_run.Run``): every step analysed, baselines first so later steps can compare to
+    them; with each step's counters (before/after snapshots per host), what the wire and the queues saw beside it."""
+    report = {"schema_version": SCHEMA_VERSION, "run_dir": run.path, "steps": [], "baseline_gbps": None}
+    if run.lab:
+        report["lab"] = run.lab
     baseline = None
-    for name, records in steps.items():
-        kinds = {(r.get("annotations") or {}).get("kind") for r in records}
-        step = analyze_step([r for r in records if r.get("role", "client") == "client"], baseline_gbps=baseline,
-                            name=name)
-        step["kind"] = "baseline" if "baseline" in kinds else "barrier"
-        if step["kind"] == "baseline" and step["status"] == "ok" and len(step["workers"]) == 1:
-            baseline = step["workers"][0]["gbps"]
+    for step in run.steps:
+        out = analyze_step(step, baseline_gbps=baseline)
+        if out["kind"] == "baseline" and out["status"] == "ok" and len(out["workers"]) == 1:
+            baseline = out["workers"][0]["gbps"]
             report["baseline_gbps"] = baseline
-            step["samples"] = next((r.get("samples") for r in records), None)
-        if counters and counters.get(name):
-            step["counters"] = step_counters(step, counters[name])
-        if starts and starts.get(name):
-            step["start"] = starts[name]
-        report["steps"].append(step)
+        report["steps"].append(out)
     report["status"] = "ok" if all(s["status"] == "ok" for s in report["steps"]) else "failed"
     return report
 
@@ -215,8 +177,7 @@ def render_text(report):
 def analyze_run(path):
     """The one analysis: a run directory's report, from its files (flows/, counters/, starts/). The callback, the
     re-render playbook and the run_report filter all call it, so they give the same report for the same run."""
-    return build_report(load_steps(path), run_path=os.path.abspath(path), counters=load_counters(path),
-                        starts=load_starts(path))
+    return build_report(load_run(path))
 
 
 def report_json(report):

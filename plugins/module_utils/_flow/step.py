@@ -121,7 +121,8 @@ class _Daemon:
         self.fire_at = None
         self.threads = []
         self.out = {"host": part.party, "step": part.step, "engine": part.engine, "status": "error", "error": None,
-                    "servers": [], "clients": [], "pid": os.getpid(), "started_at": time.time()}
+                    "servers": [], "clients": [], "pid": os.getpid(), "started_at": time.time(),
+                    "kernel": os.uname().release}
 
     def abort(self, reason):
         if self.abort_reason is None:
@@ -254,7 +255,8 @@ class _Daemon:
     def _gather(self):
         for i, (flow, (_spec, flow_annotations)) in enumerate(zip(self.flows, self.part.clients)):
             result = self.fired[i] if self.fired[i] is not None else flow.result
-            result["annotations"] = flow_annotations
+            if flow_annotations:
+                result["annotations"] = flow_annotations
             self.out["clients"].append(result)
             flow.close()
 
@@ -280,7 +282,8 @@ class _Daemon:
                 flow.result.setdefault("error", None)
                 flow.result["status"] = "not_started"
                 flow.result["error"] = flow.result.get("error") or out.get("error") or self.abort_reason
-                flow.result["annotations"] = annotations
+                if annotations:
+                    flow.result["annotations"] = annotations
                 out["clients"].append(flow.result)
                 flow.close()
         if self.abort_reason == STOPPED:
@@ -307,7 +310,6 @@ class _Daemon:
             record["error"] = "the coordinator crashed: %r" % (exc,)
         record["step"] = part.step
         record["expected_flows"] = part.rendezvous.get("expected_flows") or {}
-        record["annotations"] = dict(part.rendezvous.get("annotations") or {}, step=part.step)
         write_json_atomic(step_record_path(self.state_dir, part.run), record)
 
 
@@ -360,7 +362,8 @@ def start(part, state_dir, close=()):
             where = traceback.extract_tb(exc.__traceback__)[-1]
             daemon.out.update(status="error", error="the step process crashed: %r (%s:%d)" % (
                 exc, os.path.basename(where.filename), where.lineno))
-            daemon.out["clients"] = [dict(flow.result, status="error", error=daemon.out["error"], annotations=ann)
+            daemon.out["clients"] = [dict(flow.result, status="error", error=daemon.out["error"],
+                                          **({"annotations": ann} if ann else {}))
                                      for flow, (_s, ann) in zip(daemon.flows, part.clients)]
             write_json_atomic(result_path, daemon.out)
 
@@ -462,7 +465,6 @@ def collect(part, state_dir, wait, missing=()):
         part_result = _read(_result_path) or {}
         return {"status": "error", "hosts": {}, "parties": {}, "step": part.step,
                 "expected_flows": part.rendezvous.get("expected_flows") or {},
-                "annotations": dict(part.rendezvous.get("annotations") or {}, step=part.step),
                 "error": "the rendezvous on %s is not running: %s" % (
                     part.party, part_result.get("error") or "its part of the step was never started, or it ended "
                                                             "without a record (see that host's task)")}

@@ -65,7 +65,6 @@ ARGUMENT_SPEC = dict(
         parties=dict(type="list", elements="str"),
         expected_flows=dict(type="dict", default={}),
         wait_for_collect=dict(type="bool", default=True),
-        annotations=dict(type="dict", default={}),
         start_at=dict(type="raw"),
     )),
     counters=dict(type="dict", options=_COUNTERS),

@@ -52,3 +52,23 @@ assert ("worker3", "qdisc eth0") in checks and all(("worker%d" % i, "netdev eth0
 assert all(k["agrees"] and abs(k["difference"]) < 0.005 for k in checks.values()), checks
 assert "counters               all error counters zero" in out
 print("counters OK: %s" % {"%s %s" % hk: "%+.3f%%" % (k["difference"] * 100) for hk, k in checks.items()})
+# The run record: the plan reached the controller once (plan.json, with what the throttle applied and the lab's
+# kernels); the flows' files hold measurements only.
+import os  # noqa: E402
+
+run = os.path.dirname(sys.argv[1])
+plan = json.load(open(os.path.join(run, "plan.json")))
+bplan = plan["steps"]["barrier"]
+assert bplan["expected_workers"] == ["worker1", "worker2", "worker3"] and bplan["bottleneck"] == "8gbit", bplan
+w3 = next(f for f in bplan["flows"] if f["host"] == "worker3")
+assert w3["throttle"] == "2gbit" and w3["mtu"] == 9000 and w3["throttle_mechanism"].startswith("worker3: tc htb"), w3
+assert w3["path"] == [{"link": "switch->sink", "rate": "8gbit"}, {"link": "worker3 egress", "rate": "2gbit"}], w3
+assert plan["steps"]["elephant"]["kind"] == "baseline"
+assert set(plan["lab"]["hosts"]) >= {"sink", "worker1", "worker2", "worker3"}, plan["lab"]
+assert plan["lab"]["hosts"]["worker3"]["kernel"] == os.uname().release, plan["lab"]
+assert report["lab"] == plan["lab"]
+for name in os.listdir(os.path.join(run, "flows", "barrier")):
+    flow = json.load(open(os.path.join(run, "flows", "barrier", name)))
+    assert "annotations" not in flow, (name, sorted(flow))
+assert step["straggler"]["cause"] == "throttled to 2gbit (%s)" % w3["throttle_mechanism"], step["straggler"]
+print("run record OK: plan.json with %d steps, flows without annotations" % len(plan["steps"]))

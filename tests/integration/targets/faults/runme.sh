@@ -88,10 +88,17 @@ hold_port() {
   sleep 0.5
 }
 hold_port
-run_step noserver -e barrier_volume=200MB -e barrier_timeout=10
+# two steps: a part that cannot start fails its step, not the play; the second step runs (and fails the same way)
+run_step noserver -e barrier_volume=200MB -e barrier_timeout=10 -e barrier_steps=2
 wait "$pb" && exit 1 || true
 kill "$impostor"; wait "$impostor" 2>/dev/null || true
 grep -q "sink (netns ${P}sink): cannot start the tcp server on 198.18.6.1:18600" "$runs.log"
+grep -q "step barrier-1 failed: 1 of 4 hosts could not start their part.*step barrier-2 failed: 1 of 4 hosts" "$runs.log"
+python3 -c '
+import json, os, sys
+steps = json.load(open(os.path.join(sys.argv[1], "report.json")))["steps"]
+assert [(s["step"], s["status"]) for s in steps] == [("barrier-1", "failed"), ("barrier-2", "failed")], steps
+' "$(ls -d "$runs"/*)"
 row "the sink's port held by another process (server never started; one task starts every part)" \
   "$(ls -d "$runs"/*)" failed worker1="sink could not start its part" \
   worker2="sink could not start its part" worker3="sink could not start its part"

@@ -8,6 +8,7 @@ import os
 
 import pytest
 from ansible_collections.aifabric.lab.plugins.callback.barrier_report import CallbackModule
+from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import plan
 
 
 class Task:
@@ -52,13 +53,22 @@ def callback(tmp_path):
     return cb
 
 
-ANN = {"step": "barrier", "kind": "barrier", "mtu": 9000, "bottleneck": "8gbit", "expected_workers": ["w1", "w2"],
-       "path": [{"link": "sw->sink", "rate": "8gbit"}]}
+PLAN = plan({"name": "barrier", "throttles": {"w2": "2gbit"}}, {"workers": ["w1", "w2"], "sinks": ["sink"]},
+            {"sink": {"lab_address": "198.18.0.1"}, "w1": {"lab_address": "198.18.0.11"},
+             "w2": {"lab_address": "198.18.0.12"}})
+
+
+def plan_result():
+    """The experiment role's set_stats task, as Ansible hands it to a callback: the plan and the throttles' results."""
+    data = {"aifabric_lab_plan": {"plan": PLAN, "throttles": [
+        {"item": "w2", "changed": True, "mechanism": "tc", "description": "tc htb on eth0's egress", "flow_args": {}}]}}
+    return Result("sink", "ansible.builtin.set_stats", {"data": data},
+                  {"changed": False, "ansible_stats": {"data": data, "per_host": False, "aggregate": False}})
 
 
 def flow(flow_id, completion, late=0.0001):
     return {"flow_id": flow_id, "status": "ok", "completion_s": completion, "bytes": 10**9, "volume_bytes": 10**9,
-            "gbps": 8 / completion, "late_s": late, "start": 100.0 + late, "start_at": 100.0, "annotations": ANN}
+            "gbps": 8 / completion, "late_s": late, "start": 100.0 + late, "start_at": 100.0}
 
 
 def counters(tx):
@@ -76,9 +86,10 @@ def record(**kw):
                        "w1": {"armed_at": 99.8, "offset_s": 0.0, "rtt_s": 0.0001, "fire_sent_at": 99.998},
                        "w2": {"armed_at": 99.9, "offset_s": 0.0, "rtt_s": 0.0001, "fire_sent_at": 99.999}},
            "hosts": {"sink": {"clients": [], "servers": []},
-                     "w1": {"clients": [flow("w1", 2.0)], "counters": counters(10**9 + 66 * 110936)},
+                     "w1": {"clients": [flow("w1", 2.0)], "counters": counters(10**9 + 66 * 110936),
+                            "kernel": "6.1.0-test"},
                      "w2": {"clients": [flow("w2", 3.0)]}},
-           "expected_flows": {"w1": ["w1"], "w2": ["w2"]}, "annotations": ANN}
+           "expected_flows": {"w1": ["w1"], "w2": ["w2"]}}
     rec.update(kw)
     return rec
 
@@ -90,11 +101,24 @@ def run_dir(cb):
     return cb._run.path
 
 
-def test_a_collected_step_becomes_flows_counters_start_and_a_report(callback):
+def test_a_collected_step_becomes_plan_flows_counters_start_and_a_report(callback):
+    callback.v2_runner_on_ok(plan_result())
+    assert callback._run is None  # a plan alone makes no run directory
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
                                     {"step": record()}))
     path = run_dir(callback)
     assert sorted(os.listdir(os.path.join(path, "flows", "barrier"))) == ["w1.json", "w2.json"]
+    # the flows hold measurements only; what the plan says of them is in plan.json, with what the throttle applied
+    w2 = json.load(open(os.path.join(path, "flows", "barrier", "w2.json")))
+    assert "annotations" not in w2 and w2["completion_s"] == 3.0
+    saved = json.load(open(os.path.join(path, "plan.json")))
+    assert saved["steps"]["barrier"]["expected_workers"] == ["w1", "w2"]
+    assert saved["steps"]["barrier"]["flows"][1] == {
+        "host": "w2", "flow_id": "w2", "mtu": 9000, "throttle": "2gbit", "goodput_factor": None,
+        "throttle_mechanism": "w2: tc htb on eth0's egress",
+        "path": [{"link": "switch->sink", "rate": "8gbit"}, {"link": "w2 egress", "rate": "2gbit"}]}
+    assert saved["experiments"][0]["applied_throttles"] == {"w2": "tc htb on eth0's egress"}
+    assert saved["lab"]["hosts"] == {"w1": {"kernel": "6.1.0-test"}} and saved["lab"]["controller"]["ansible_core"]
     assert os.listdir(os.path.join(path, "counters", "barrier")) == ["w1.json"]
     start = json.load(open(os.path.join(path, "starts", "barrier.json")))
     assert start["margin_s"] == 0.002 and start["armed_after_s"] == pytest.approx(9.9)
@@ -103,6 +127,11 @@ def test_a_collected_step_becomes_flows_counters_start_and_a_report(callback):
     report = json.load(open(os.path.join(path, "report.json")))
     (step,) = report["steps"]
     assert step["status"] == "ok" and step["step_s"] == 3.0 and step["straggler"]["host"] == "w2"
+    assert step["straggler"]["cause"] == "throttled to 2gbit (w2: tc htb on eth0's egress)"
+    # by hand: w1 gets 8 - 2 = 6 Gb/s of the 8gbit port, w2 its 2gbit throttle; 1 GB at MTU 9000 (payload share
+    # 8948/9014 on the wire as the qdisc counts it) -> w2 takes 8e9 / (2e9 x 8948/9014) = 4.0295 s
+    assert step["workers"][1]["predicted_s"] == pytest.approx(8e9 / (2e9 * 8948 / 9014), abs=1e-4)
+    assert report["lab"]["hosts"]["w1"]["kernel"] == "6.1.0-test"
     assert step["start"]["mode"] == "rendezvous" and step["late_max_s"] == 0.0001
     assert step["counters"]["hosts"]["w1"]["checks"]
     assert any("start                  every host armed 9.90 s after the rendezvous opened" in line
@@ -110,6 +139,7 @@ def test_a_collected_step_becomes_flows_counters_start_and_a_report(callback):
 
 
 def test_a_host_that_never_armed_is_named_and_its_own_account_replaces_the_coordinators(callback):
+    callback.v2_runner_on_ok(plan_result())
     aborted = record(status="aborted", error="the step was not started: w2 did not arm within the arm timeout",
                      fire=None)
     aborted["hosts"] = {"sink": {"clients": []},
@@ -120,7 +150,6 @@ def test_a_host_that_never_armed_is_named_and_its_own_account_replaces_the_coord
                                     {"step": aborted}))
     w2 = json.load(open(os.path.join(run_dir(callback), "flows", "barrier", "w2.json")))
     assert w2["status"] == "error" and w2["error"].startswith("did not arm: the step was not started: w2 did not")
-    assert w2["annotations"]["kind"] == "barrier"
     # the clean-up collects w2's own account from its host: it is more precise, and it replaces the coordinator's
     own = {"clients": [{"flow_id": "w2", "status": "not_started", "error": "not started: no rendezvous answered at "
                         "198.18.0.1:18599 before the arm deadline ([Errno 101] Network is unreachable)"}]}
@@ -142,8 +171,7 @@ def test_a_host_that_never_armed_is_named_and_its_own_account_replaces_the_coord
 
 
 def test_a_failed_start_names_every_flow_of_the_host_with_ansibles_message(callback):
-    args = {"state": "started", "step": "barrier", "party": "w2",
-            "clients": [{"flow_id": "w2", "annotations": ANN}]}
+    args = {"state": "started", "step": "barrier", "party": "w2", "clients": [{"flow_id": "w2"}]}
     # (ansible-core 2.19 hands the callback a failed result without its "failed" key)
     callback.v2_runner_on_failed(Result("w2", ACTION, args, {"msg": "w2: cannot start its part"}))
     callback.v2_runner_on_unreachable(Result("w1", ACTION, dict(args, party="w1", clients=[{"flow_id": "w1"}]),
@@ -154,17 +182,18 @@ def test_a_failed_start_names_every_flow_of_the_host_with_ansibles_message(callb
 
 
 def test_one_task_that_started_every_part_names_the_host_that_could_not_start(callback):
+    callback.v2_runner_on_ok(plan_result())
     args = {"state": "started", "step": "barrier",
             "parts": [{"party": "sink", "netns": "afl-sink", "clients": []},
-                      {"party": "w1", "netns": "afl-w1", "clients": [{"flow_id": "w1", "annotations": ANN}]},
-                      {"party": "w2", "netns": "afl-w2", "clients": [{"flow_id": "w2", "annotations": ANN}]}]}
+                      {"party": "w1", "netns": "afl-w1", "clients": [{"flow_id": "w1"}]},
+                      {"party": "w2", "netns": "afl-w2", "clients": [{"flow_id": "w2"}]}]}
     parts = [{"host": "sink", "status": "started"}, {"host": "w1", "status": "started"},
              {"host": "w2", "status": "failed", "error": "cannot start the tcp server: Address already in use"}]
     callback.v2_runner_on_failed(Result("sink", ACTION, args, {"msg": "1 of 3 hosts ...", "parts": parts}))
     flows = os.path.join(run_dir(callback), "flows", "barrier")
     w2 = json.load(open(os.path.join(flows, "w2.json")))
     assert w2["error"] == "could not start: cannot start the tcp server: Address already in use"
-    assert w2["host"] == "w2" and w2["annotations"]["kind"] == "barrier"
+    assert w2["host"] == "w2" and w2["step"] == "barrier"
     # w1 started, and was stopped because of w2: it says so, and the clean-up's "stopped" does not replace it
     w1 = json.load(open(os.path.join(flows, "w1.json")))
     assert w1["error"] == "not started: w2 could not start its part: cannot start the tcp server: Address already " \
@@ -193,6 +222,7 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     from ansible_collections.aifabric.lab.plugins.filter.barrier import report_json, run_report
     from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run
 
+    callback.v2_runner_on_ok(plan_result())
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
                                     {"step": record()}))
     callback.v2_playbook_on_stats(None)
@@ -207,3 +237,40 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     shutil.copytree(path, copy)
     render_run(copy)
     assert json.loads(open(os.path.join(copy, "report.json")).read()) == dict(json.loads(written), run_dir=copy)
+
+
+def test_the_in_memory_report_is_the_run_directorys_when_nothing_could_be_written(callback, tmp_path):
+    """runs_dir unwritable twice over (no fallback either): the report comes from what the callback holds, and it is
+    the one the run directory would have given."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import analyze_run
+
+    callback.v2_runner_on_ok(plan_result())
+    callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
+                                    {"step": record()}))
+    from_disk = analyze_run(run_dir(callback))
+    callback._write_error = "simulated: the disk filled up"
+    callback.v2_playbook_on_stats(None)
+    printed = "\n".join(str(line) for line in callback._display.lines)
+    assert "step time (max)        3.00 s" in printed and "the report above was not saved" in printed
+    assert "straggler              w2: throttled to 2gbit (w2: tc htb on eth0's egress)" in printed
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_text
+
+    assert render_text(from_disk) in printed
+
+
+def test_a_plain_flow_task_describes_its_step_with_annotations(callback):
+    """A flow outside any experiment plan (the plain flow module) keeps the annotations its task gave it, and the
+    report reads its path and throttle from them."""
+    ann = {"step": "manual", "mtu": 9000, "bottleneck": "8gbit", "expected_workers": ["a", "b"],
+           "path": [{"link": "sw->sink", "rate": "8gbit"}]}
+    for host, completion in (("a", 1.0), ("b", 2.0)):
+        res = {"flow": dict(flow(host, completion), role="client", annotations=ann)}
+        callback.v2_runner_on_ok(Result(host, "aifabric.lab.flow", {"role": "client", "annotations": ann}, res))
+    saved = json.load(open(os.path.join(run_dir(callback), "flows", "manual", "a.json")))
+    assert saved["annotations"]["path"] == ann["path"]
+    callback.v2_playbook_on_stats(None)
+    (step,) = json.load(open(os.path.join(run_dir(callback), "report.json")))["steps"]
+    assert step["step"] == "manual" and step["step_s"] == 2.0 and step["bottleneck"] == "8gbit"
+    # by hand: two 1 GB flows share the 8gbit link, 4 Gb/s each on the wire (payload share 8948/9014), and finish
+    # together at 8e9 / (4e9 x 8948/9014) = 2.0148 s
+    assert step["predicted_step_s"] == pytest.approx(16e9 / (8e9 * 8948 / 9014), abs=1e-4)

@@ -23,13 +23,13 @@ def test_the_seed_through_the_filters():
     plan = F["flow_plan"]({"volume": "1GB", "throttles": {"w3": "2gbit"}}, GROUPS, HOSTVARS, "8gbit", "9000")
     assert plan["participants"] == ["sink", "w1", "w2", "w3"] and plan["batch_start"] is True
     args = F["flow_step_args"](plan, "w3", "barrier", "tok", {"mechanism": "tc", "description": "tc htb on eth0"})
-    assert args["clients"][0]["annotations"]["throttle_mechanism"] == "w3: tc htb on eth0"
+    assert args["counters"]["qdiscs"] == ["eth0"]  # a tc throttle: its qdisc's books beside the netdev's
     # the throttle task's loop results, as Ansible registers them (a skipped item is ignored)
     batch = F["flow_step_batch_args"](plan, "barrier", "tok", [{"item": "w3", "mechanism": "tc",
                                                                 "description": "tc htb on eth0"},
                                                                {"item": "w9", "skipped": True}], ["sink", "w1", "w3"])
     assert [p["party"] for p in batch["parts"]] == ["sink", "w1", "w3"]
-    assert batch["parts"][2]["clients"][0]["annotations"]["throttle_mechanism"] == "w3: tc htb on eth0"
+    assert batch["parts"][2]["counters"]["qdiscs"] == ["eth0"] and batch["parts"][1]["counters"]["qdiscs"] == []
     # hand-computed max-min: w1 and w2 3 Gb/s each, w3 at its 2 Gb/s throttle
     shares = F["fair_share"]({"w1": ["link"], "w2": ["link"], "w3": ["link", "w3"]}, {"link": "8gbit", "w3": "2gbit"})
     assert {f: s["rate_bps"] for f, s in shares.items()} == {"w1": 3e9, "w2": 3e9, "w3": 2e9}

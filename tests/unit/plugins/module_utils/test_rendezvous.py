@@ -29,8 +29,9 @@ def coordinator(parties, arm_timeout=10.0, **kw):
     return port, thread, out
 
 
-def fake_party(port, name, skew=0.0, result=None, leave_after_arm=False):
-    """A party whose clock reads ``skew`` seconds ahead of the machine's; returns what it saw."""
+def fake_party(port, name, skew=0.0, result=None, leave_after_arm=False, armed=None):
+    """A party whose clock reads ``skew`` seconds ahead of the machine's; returns what it saw. ``armed`` (an Event) is
+    set once its ``armed`` is sent."""
     seen = {}
 
     def run():
@@ -45,6 +46,8 @@ def fake_party(port, name, skew=0.0, result=None, leave_after_arm=False):
     def talk(party):
         party.connect(time.time() + 5)
         party.send("armed", t=time.time() + skew, flows=[name])
+        if armed is not None:
+            armed.set()
         if leave_after_arm:
             return
         while True:
@@ -110,11 +113,20 @@ def test_another_runs_party_and_a_stranger_are_refused_and_listed():
 
 def test_a_party_that_leaves_after_arming_fails_the_step_by_name():
     port, thread, out = coordinator(["a", "b"])
-    ta, seen_a = fake_party(port, "a")
-    tb, _seen_b = fake_party(port, "b", leave_after_arm=True)
+    a_armed = threading.Event()
+    ta, seen_a = fake_party(port, "a", armed=a_armed)
+    # b starts once a's hello and armed are on the wire: the coordinator then reads them before it can notice b
+    # leave, so a is sure to be a party it must tell (not one that merely finds the rendezvous closed)
+    assert a_armed.wait(15), "party a did not arm"
+    tb, seen_b = fake_party(port, "b", leave_after_arm=True)
     for t in (ta, tb, thread):
         t.join(20)
     record = out["record"]
-    assert record["status"] in ("aborted", "failed")
-    assert "b: its step process ended without a result" in record["error"]
-    assert seen_a  # a was told (fire or abort), or found the rendezvous closed
+    # b left before the fire: nothing was fired, the step was aborted, b named as the reason
+    assert record["status"] == "aborted" and "fire" not in record
+    assert record["error"].startswith("the step was not started: b: its step process ended without a result (")
+    assert record["parties"]["b"]["lost"]  # the reason is the socket's (closed, or reset): not asserted
+    # a was told exactly that: one abort with the step's error, no fire, so nothing reported
+    assert seen_a == {"abort": {"op": "abort", "error": record["error"]}}
+    assert seen_b == {}
+    assert record["hosts"] == {}

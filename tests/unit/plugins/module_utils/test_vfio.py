@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils import _vfio
 from ansible_collections.aifabric.lab.plugins.module_utils._pci import PciError, PciSysfs, write_attr
 from ansible_collections.aifabric.lab.plugins.module_utils._vfio import (
     NetUse,
@@ -136,16 +137,39 @@ def test_unbound_is_unchanged_on_a_host_driver(tmp_path):
     assert binder(vm_guest(tmp_path)).plan(["pass0"], "unbound")["changes"] == []
 
 
-def test_bind_that_never_settles_times_out(tmp_path):
-    """On a fixture nothing answers the writes: the wait for vfio-pci must end by its timeout, naming the device."""
+class FakeTime:
+    """Stands in for ``_vfio``'s ``time``: ``sleep`` only moves ``monotonic`` on, and is recorded."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_bind_that_never_settles_times_out(tmp_path, monkeypatch):
+    """On a fixture nothing answers the writes: the wait for vfio-pci must poll until its timeout, then give up
+    naming the device. The clock is a fake one, so how long the machine takes plays no part."""
     root = vm_guest(tmp_path)
     with open(os.path.join(root, "sys/bus/pci/drivers_probe"), "w"):
         pass
-    b = binder(root, timeout=0.2)
+    clock = FakeTime()
+    monkeypatch.setattr(_vfio, "time", clock)
+    timeout = 2.02  # not a multiple of the poll interval: the first poll past the deadline is unambiguous
+    b = binder(root, timeout=timeout)
     entry = b.plan(["0000:00:04.0"], "bound")["devices"][0]
-    # the error itself proves the wait ended at its timeout (a wait that never ended would never raise)
-    with pytest.raises(PciError, match="timed out after 0 s waiting for 0000:00:04.0 to bind to vfio-pci"):
+    with pytest.raises(PciError, match="timed out after 2 s waiting for 0000:00:04.0 to bind to vfio-pci"):
         b.bind(entry)
+    # it polled (slept between checks, never spun) at one fixed interval...
+    assert clock.sleeps and len(set(clock.sleeps)) == 1 and clock.sleeps[0] > 0
+    interval = clock.sleeps[0]
+    # ...and gave up at the first check past its deadline: not before the timeout, and not a poll later
+    assert clock.now - interval <= timeout < clock.now
     with open(os.path.join(root, "sys/bus/pci/devices/0000:00:04.0/driver_override")) as handle:
         assert handle.read() == "vfio-pci"
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_step
+from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, analyze_records
 
 SEED_VOLUME = 9_830_000_000
 
@@ -24,7 +24,7 @@ def worker(host, completion, throttle=None, status="ok", gbps=None, start=1000.0
 
 def test_seed_figures():
     """The seed: 27.6, 27.6 and 40.75 s -> step 40.75 s, the unthrottled workers idle 13.15 s = 32% of the step."""
-    report = analyze_step([worker("w1", 27.6), worker("w2", 27.6), worker("w3", 40.75, "2gbit")])
+    report = analyze_records([worker("w1", 27.6), worker("w2", 27.6), worker("w3", 40.75, "2gbit")])
     assert report["status"] == "ok"
     assert report["step_s"] == 40.75
     by = {w["host"]: w for w in report["workers"]}
@@ -47,8 +47,8 @@ def test_a_second_throttled_worker_is_not_counted_as_unthrottled():
     the rest (3.4) shared by worker1 and worker2, 1.7 each. With T = 10 s for worker3 (the straggler): worker1 and
     worker2 finish at 10/1.7 = 5.882353 s, worker4 at 10/1.6 = 6.25 s. Unthrottled idle: 1 - 1/1.7 = 41.2%; worker4
     (throttled) idle 37.5%. Mixed together they were the misleading "healthy workers idle 40%"."""
-    report = analyze_step([worker("worker1", 10 / 1.7), worker("worker2", 10 / 1.7),
-                           worker("worker3", 10.0, "1gbit"), worker("worker4", 6.25, "1600mbit")])
+    report = analyze_records([worker("worker1", 10 / 1.7), worker("worker2", 10 / 1.7),
+                              worker("worker3", 10.0, "1gbit"), worker("worker4", 6.25, "1600mbit")])
     assert report["straggler"]["host"] == "worker3"
     assert report["unthrottled_idle_share"] == pytest.approx(1 - 1 / 1.7, abs=1e-6)
     assert report["throttled_idle_share"] == pytest.approx(0.375, abs=1e-6)
@@ -57,7 +57,7 @@ def test_a_second_throttled_worker_is_not_counted_as_unthrottled():
 
 
 def test_seed_prediction_and_bottleneck_share():
-    report = analyze_step([worker("w1", 27.6), worker("w2", 27.6), worker("w3", 40.75, "2gbit")], baseline_gbps=7.94)
+    report = analyze_records([worker("w1", 27.6), worker("w2", 27.6), worker("w3", 40.75, "2gbit")], baseline_gbps=7.94)
     by = {w["host"]: w for w in report["workers"]}
     factor = 8948 / 9014
     assert by["w1"]["predicted_s"] == pytest.approx(SEED_VOLUME * 8 / (3e9 * factor), rel=1e-6)
@@ -69,7 +69,7 @@ def test_seed_prediction_and_bottleneck_share():
 
 
 def test_failed_worker_fails_the_step_and_keeps_survivors():
-    report = analyze_step([worker("w1", 27.6), worker("w2", None, status="timeout"), worker("w3", 40.75, "2gbit")])
+    report = analyze_records([worker("w1", 27.6), worker("w2", None, status="timeout"), worker("w3", 40.75, "2gbit")])
     assert report["status"] == "failed"
     assert report["step_s"] is None and report["straggler"] is None
     assert report["failed"] == [{"host": "w2", "status": "timeout", "cause": "boom"}]
@@ -80,14 +80,14 @@ def test_failed_worker_fails_the_step_and_keeps_survivors():
 
 
 def test_unthrottled_straggler_is_explained_by_the_prediction():
-    report = analyze_step([worker("w1", 27.6), worker("w2", 33.0)])
+    report = analyze_records([worker("w1", 27.6), worker("w2", 33.0)])
     assert report["straggler"]["host"] == "w2"
     assert "no throttle applied" in report["straggler"]["cause"]
     assert "slower than its fair share predicts" in report["straggler"]["cause"]
 
 
 def test_without_paths_there_is_no_prediction():
-    report = analyze_step([worker("a", 2.0, path=False), worker("b", 4.0, path=False)])
+    report = analyze_records([worker("a", 2.0, path=False), worker("b", 4.0, path=False)])
     assert all(w["predicted_s"] is None for w in report["workers"])
     assert report["straggler"]["cause"] == "no throttle applied"
     assert report["idle_worker_seconds"] == pytest.approx(2.0)
@@ -103,16 +103,16 @@ def late(rec, late_s, bound=None):
 def test_start_skew_is_the_spread_of_lateness_each_in_its_own_clock():
     """Two hosts whose clocks differ by a second: their start timestamps are a second apart, their lateness against
     the instant (each in its own clock) says how far apart they really started."""
-    report = analyze_step([late(worker("a", 2.0, start=100.0001), 0.0001),
-                           late(worker("b", 2.0, start=101.0004), 0.0004)])
+    report = analyze_records([late(worker("a", 2.0, start=100.0001), 0.0001),
+                              late(worker("b", 2.0, start=101.0004), 0.0004)])
     assert report["start_skew_s"] == pytest.approx(0.0003)
     assert report["late_max_s"] == pytest.approx(0.0004) and report["late_p50_s"] == pytest.approx(0.00025)
 
 
 def test_lateness_within_the_bound_is_recorded_and_the_step_stands():
     # the seed's step: predicted 40.75 s for the throttled worker; 1% of it is 0.396 s
-    report = analyze_step([late(worker("w1", 27.6), 0.3), late(worker("w2", 27.6), 0.0),
-                           late(worker("w3", 40.75, "2gbit"), 0.001)])
+    report = analyze_records([late(worker("w1", 27.6), 0.3), late(worker("w2", 27.6), 0.0),
+                              late(worker("w3", 40.75, "2gbit"), 0.001)])
     assert report["status"] == "ok"
     predicted = SEED_VOLUME * 8 / (2e9 * 8948 / 9014)
     assert report["late_bound_s"] == pytest.approx(0.01 * predicted, rel=1e-6)
@@ -120,8 +120,8 @@ def test_lateness_within_the_bound_is_recorded_and_the_step_stands():
 
 
 def test_a_start_later_than_the_bound_fails_the_step_and_says_by_how_much():
-    report = analyze_step([late(worker("w1", 27.6), 0.5), late(worker("w2", 27.6), 0.0),
-                           late(worker("w3", 40.75, "2gbit"), 0.001)])
+    report = analyze_records([late(worker("w1", 27.6), 0.5), late(worker("w2", 27.6), 0.0),
+                              late(worker("w3", 40.75, "2gbit"), 0.001)])
     assert report["status"] == "failed" and report["step_s"] is None
     (failed,) = report["failed"]
     assert failed["host"] == "w1" and failed["status"] == "late"
@@ -130,9 +130,9 @@ def test_a_start_later_than_the_bound_fails_the_step_and_says_by_how_much():
 
 
 def test_the_bound_may_be_a_duration_and_without_a_prediction_it_is_relative_to_the_step():
-    report = analyze_step([late(worker("a", 2.0, path=False), 0.004, "5ms"), late(worker("b", 4.0, path=False), 0)])
+    report = analyze_records([late(worker("a", 2.0, path=False), 0.004, "5ms"), late(worker("b", 4.0, path=False), 0)])
     assert report["status"] == "ok" and report["late_bound_s"] == 0.005 and report["late_bound_basis"] == "5ms, as set"
-    report = analyze_step([late(worker("a", 2.0, path=False), 0.05), late(worker("b", 4.0, path=False), 0)])
+    report = analyze_records([late(worker("a", 2.0, path=False), 0.05), late(worker("b", 4.0, path=False), 0)])
     assert report["status"] == "failed"
     assert report["late_bound_basis"] == "1% of the measured step 4.000 s"
 
@@ -145,8 +145,8 @@ def test_a_host_with_several_flows_completes_with_its_last():
                 "volume_bytes": 10**9, "gbps": 8.0 / completion, "late_s": 0.0,
                 "annotations": {"path": [{"link": link, "rate": "8gbit"}]}}
 
-    report = analyze_step([flow("w1", "w1->sink1", "sw->sink1", 1.0), flow("w1", "w1->sink2", "sw->sink2", 2.01),
-                           flow("w2", "w2", "sw->sink2", 2.0)])
+    report = analyze_records([flow("w1", "w1->sink1", "sw->sink1", 1.0), flow("w1", "w1->sink2", "sw->sink2", 2.01),
+                              flow("w2", "w2", "sw->sink2", 2.0)])
     by = {w["host"]: w for w in report["workers"]}
     assert by["w1"]["completion_s"] == 2.01 and by["w1"]["bytes"] == 2 * 10**9
     assert by["w1"]["predicted_s"] == pytest.approx(2.0)
@@ -158,7 +158,7 @@ def test_a_host_with_several_flows_completes_with_its_last():
 def test_one_failed_flow_fails_its_host():
     ok = {"host": "w1", "flow_id": "a", "status": "ok", "completion_s": 1.0, "bytes": 1, "annotations": {}}
     bad = {"host": "w1", "flow_id": "b", "status": "timeout", "error": "flow did not complete", "annotations": {}}
-    report = analyze_step([ok, bad])
+    report = analyze_records([ok, bad])
     assert report["status"] == "failed"
     assert report["failed"] == [{"host": "w1", "status": "timeout", "cause": "flow b: flow did not complete"}]
 
@@ -174,14 +174,14 @@ def test_one_failed_flow_fails_its_host():
 )
 def test_bad_input(records, message):
     with pytest.raises(BarrierInputError, match=message):
-        analyze_step(records)
+        analyze_records(records)
 
 
 def test_contradicting_link_rates_are_reported_not_raised():
     a = worker("a", 1.0)
     b = worker("b", 1.0)
     b["annotations"]["path"] = [{"link": "sw->sink", "rate": "4gbit"}]
-    report = analyze_step([a, b])
+    report = analyze_records([a, b])
     assert "two rates" in report["prediction_unavailable"]
     assert report["status"] == "ok"
 
@@ -191,7 +191,7 @@ def test_an_expected_worker_without_a_result_fails_the_step():
     a, b = worker("w1", 27.6), worker("w2", 27.6)
     for rec in (a, b):
         rec["annotations"]["expected_workers"] = ["w1", "w2", "w3"]
-    report = analyze_step([a, b])
+    report = analyze_records([a, b])
     assert report["status"] == "failed" and report["step_s"] is None
     assert report["failed"][0]["host"] == "w3" and report["failed"][0]["status"] == "missing"
     assert "never reported" in report["failed"][0]["cause"]

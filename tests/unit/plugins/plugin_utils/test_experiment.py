@@ -21,10 +21,9 @@ def test_incast_plan_of_the_seed():
     assert p["hosts"]["sink"]["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1"}]
     w3 = p["hosts"]["worker3"]["clients"][0]
     assert w3["address"] == "198.18.0.1" and w3["volume"] == 2 * 10**9
-    assert w3["annotations"]["path"] == [{"link": "switch->sink", "rate": "8gbit"},
-                                         {"link": "worker3 egress", "rate": "2gbit"}]
-    assert w3["annotations"]["throttle"] == "2gbit"
-    assert p["hosts"]["worker1"]["clients"][0]["annotations"]["throttle"] is None
+    assert w3["path"] == [{"link": "switch->sink", "rate": "8gbit"}, {"link": "worker3 egress", "rate": "2gbit"}]
+    assert p["hosts"]["worker1"]["clients"][0]["path"] == [{"link": "switch->sink", "rate": "8gbit"}]
+    assert p["hosts"]["worker3"]["throttle"] == "2gbit" and p["hosts"]["worker1"]["throttle"] is None
     assert p["throttled"] == ["worker3"]
     assert p["steps"] == ["barrier"]
     assert p["hosts"]["worker3"]["address"] == "198.18.0.13"
@@ -34,7 +33,7 @@ def test_incast_plan_of_the_seed():
                                "expected_flows": {"worker1": ["worker1"], "worker2": ["worker2"],
                                                   "worker3": ["worker3"]}, "start_at": None}
     assert p["arm_timeout"] == 60 and p["late_bound"] == 0.01 and p["strict_start"] is False
-    assert w3["annotations"]["late_bound"] == 0.01 and w3["streams"] == 1
+    assert w3["streams"] == 1 and "annotations" not in w3  # the plan's facts reach the report through plan.json
 
 
 def test_first_n_workers_and_repeated_steps():
@@ -103,31 +102,32 @@ def test_ring_hosts_serve_and_send_and_the_first_host_coordinates_without_a_sink
 def test_host_args_fold_in_the_throttle_the_host_got():
     p = plan({"name": "b", "throttles": {"worker3": "2gbit"}}, GROUPS, HOSTVARS)
     throttle = {"mechanism": "tc", "description": "tc htb on eth0's egress", "flow_args": {}}
-    args = host_args(p, "worker3", "b", "tok", throttle=throttle, interface="eth0")
+    args = host_args(p, "worker3", "b", "tok", throttle=throttle)
     assert args["party"] == "worker3" and args["token"] == "tok" and args["step"] == "b"
     (client,) = args["clients"]
-    assert client["flow_id"] == "worker3" and client["address"] == "198.18.0.1" and client["port"] == 18600
-    assert client["annotations"]["throttle_mechanism"] == "worker3: tc htb on eth0's egress"
-    assert client["annotations"]["step"] == "b"
+    assert client == {"flow_id": "worker3", "address": "198.18.0.1", "port": 18600, "volume": 10**9, "streams": 1}
     assert args["counters"] == {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}
     # a worker is told where to meet; only the coordinating host gets every host and flow of the step
     assert args["rendezvous"] == {"host": "sink", "address": "198.18.0.1", "port": 18599, "start_at": None}
     sink = host_args(p, "sink", "b", "tok")
     assert sink["rendezvous"]["parties"] == ["sink", "worker1", "worker2", "worker3"]
-    assert sink["rendezvous"]["annotations"]["expected_workers"] == ["worker1", "worker2", "worker3"]
+    assert sink["rendezvous"]["expected_flows"] == {"worker1": ["worker1"], "worker2": ["worker2"],
+                                                    "worker3": ["worker3"]}
     assert sink["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1",
                                 "max_bytes": 2 * 10**9}]
     assert sink["clients"] == [] and sink["counters"]["qdiscs"] == []
 
 
 def test_host_args_for_perftest_carry_the_device_and_the_rate_limit():
-    p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS)
+    p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS,
+             rdma_device="mlx5_0")
     throttle = {"mechanism": "perftest_sw", "flow_args": {"rate_limit": "2gbit"}}
-    args = host_args(p, "worker2", "s", "t", throttle=throttle, rdma_device="mlx5_0")
+    args = host_args(p, "worker2", "s", "t", throttle=throttle)
     assert args["perftest"] == {"tool": "ib_read_bw", "device": "mlx5_0"}
     assert args["clients"][0]["rate_limit"] == "2gbit" and args["clients"][0]["source"] == "198.18.0.12"
     assert args["clients"][0]["port"] == 18601  # one perftest server process per client
-    assert host_args(p, "sink", "s", "t", rdma_device="mlx5_0")["servers"][0]["volume"] == 10**9
+    assert host_args(p, "sink", "s", "t")["servers"][0]["volume"] == 10**9
+    assert p["goodput_factor"] == pytest.approx(1024 / (1024 + 58), abs=0.01)
 
 
 NETNS = {h: dict(v, ansible_connection="aifabric.lab.netns", ansible_netns_prefix="afl-") for h, v in HOSTVARS.items()}
@@ -139,17 +139,20 @@ def test_a_lab_of_namespaces_starts_every_part_from_one_task():
     assert {h: e["netns"] for h, e in p["hosts"].items()} == {
         "sink": "afl-sink", "worker1": "afl-worker1", "worker2": "afl-worker2", "worker3": "afl-worker3"}
     throttle = {"mechanism": "tc", "description": "tc htb on eth1's egress", "flow_args": {}}
-    args = batch_args(p, "b", "tok", throttles={"worker3": throttle}, interfaces={"worker3": "eth1"},
-                      only=["sink", "worker1", "worker3"])
+    args = batch_args(p, "b", "tok", throttles={"worker3": throttle}, only=["sink", "worker1", "worker3"])
     # the common arguments are the coordinating host's (every host and flow of the step)
     assert args["rendezvous"]["parties"] == p["participants"] and args["token"] == "tok" and args["step"] == "b"
     # a part per host still in the play, each what that host's own task would get, with its namespace
     assert [(x["party"], x["netns"]) for x in args["parts"]] == [
         ("sink", "afl-sink"), ("worker1", "afl-worker1"), ("worker3", "afl-worker3")]
-    w3 = args["parts"][2]
-    alone = host_args(p, "worker3", "b", "tok", throttle=throttle, interface="eth1")
-    assert (w3["servers"], w3["clients"], w3["counters"]) == (alone["servers"], alone["clients"], alone["counters"])
-    assert w3["counters"]["qdiscs"] == ["eth1"]
+    sink, _w1, w3 = args["parts"]
+    assert w3 == {"party": "worker3", "netns": "afl-worker3", "servers": [],
+                  "clients": [{"flow_id": "worker3", "address": "198.18.0.1", "port": 18600, "volume": 10**9,
+                               "streams": 1}],
+                  "counters": {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}}
+    assert sink["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1", "max_bytes": 2 * 10**9}]
+    # a part's own arguments carry no rendezvous: the one task's is the coordinator's, shared
+    assert "rendezvous" not in w3
 
 
 @pytest.mark.parametrize("hostvars, spec, why", [
@@ -189,3 +192,10 @@ def test_the_plan_gives_each_throttle_its_module_arguments_and_each_host_its_int
                 dict(hv, worker3=dict(hv["worker3"], lab_rdma_device="rxe1")), rdma_device="rxe0")
     assert rdma["hosts"]["worker3"]["throttle_args"]["rdma_device"] == "rxe1"
     assert host_args(rdma, "worker1", "s", "t")["perftest"]["device"] == "rxe0"
+
+
+def test_a_null_field_takes_its_default():
+    """docs/experiments.md lists the defaults with nulls (control_port: null): the plan reads them as not given."""
+    p = plan({"name": "b", "control_port": None, "coordinator": None, "start_at": None, "throttles": None}, GROUPS,
+             HOSTVARS)
+    assert p["rendezvous"]["port"] == 18599 and p["rendezvous"]["host"] == "sink" and p["throttled"] == []

@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run record: what a run directory holds, read into one typed model.
+
+A run directory holds::
+
+    plan.json                       the experiments as planned (hosts, flows and their paths, throttles with the
+                                    mechanism the throttle module applied, the lab: line rate, MTU, kernels, versions)
+    flows/<step>/<host>[--<flow>].json   one record per flow: measurements only (bytes, times, status, cause)
+    counters/<step>/<host>.json     the host's snapshots {before, after} of one step
+    starts/<step>.json              how the step started (the rendezvous' margin, probe rounds, arm times)
+    report.json, report.txt         the analysis (plugin_utils/_report.analyze_run)
+
+``load_run(path)`` reads it into a ``Run`` of ``Step`` s of ``Flow`` s, each step with its ``StepPlan``. What the plan
+says of a step (its kind, bottleneck, expected workers, each flow's path and throttle) is read from ``plan.json``;
+runs written before there was one (schema 1, and flows that plain ``flow`` tasks described with ``annotations``) carry
+it in each flow's ``annotations``, and ``StepPlan.from_annotations`` reads it from there, the one place that does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+__all__ = ["Flow", "PlannedFlow", "Run", "Step", "StepPlan", "load_run", "step_plans", "PLAN_FILE",
+           "PLAN_SCHEMA_VERSION"]
+
+PLAN_FILE = "plan.json"
+PLAN_SCHEMA_VERSION = 1
+
+
+@dataclass
+class PlannedFlow:
+    """What the plan says of one flow: the links it crosses (each with its rate) and what slows it."""
+
+    path: list = field(default_factory=list)  # [{"link": name, "rate": "8gbit"}, ...]
+    mtu: int | None = None
+    throttle: str | None = None  # the rate its host is throttled to
+    throttle_mechanism: str | None = None  # "worker3: tc htb on eth0 egress": what the throttle module applied
+    goodput_factor: float | None = None  # payload share of the wire, when the plan knows it (perftest over RoCE)
+
+    def as_dict(self):
+        return {"path": self.path, "mtu": self.mtu, "throttle": self.throttle,
+                "throttle_mechanism": self.throttle_mechanism, "goodput_factor": self.goodput_factor}
+
+
+@dataclass
+class StepPlan:
+    """What the plan says of one step."""
+
+    kind: str = "barrier"  # or baseline: a single flow, the elephant
+    pattern: str | None = None
+    engine: str | None = None
+    bottleneck: str | None = None  # the rate of the link every flow of the pattern shares
+    expected_workers: list = field(default_factory=list)  # hosts that send flows; one that never reports fails it
+    late_bound: object = None  # a share of the predicted step (0.01) or a duration ("5ms"); None: the default
+    flows: dict = field(default_factory=dict)  # (host, flow_id) -> PlannedFlow
+
+    def flow(self, host, flow_id=None):
+        return self.flows.get((host, flow_id or host)) or PlannedFlow()
+
+    def as_dict(self):
+        return {"kind": self.kind, "pattern": self.pattern, "engine": self.engine, "bottleneck": self.bottleneck,
+                "expected_workers": list(self.expected_workers), "late_bound": self.late_bound,
+                "flows": [dict(f.as_dict(), host=h, flow_id=i) for (h, i), f in sorted(self.flows.items())]}
+
+    @classmethod
+    def from_dict(cls, data):
+        flows = {(f["host"], f.get("flow_id") or f["host"]): PlannedFlow(
+            path=f.get("path") or [], mtu=f.get("mtu"), throttle=f.get("throttle"),
+            throttle_mechanism=f.get("throttle_mechanism"), goodput_factor=f.get("goodput_factor"))
+            for f in data.get("flows") or []}
+        return cls(kind=data.get("kind") or "barrier", pattern=data.get("pattern"), engine=data.get("engine"),
+                   bottleneck=data.get("bottleneck"), expected_workers=list(data.get("expected_workers") or []),
+                   late_bound=data.get("late_bound"), flows=flows)
+
+    @classmethod
+    def from_annotations(cls, records):
+        """The plan of a step whose flows describe it themselves (``annotations``): schema-1 runs, and plain ``flow``
+        tasks given a path. The first flow that names a step-level fact names it for the step."""
+        plan = cls()
+        facts = {}
+        for rec in records:
+            ann = rec.get("annotations") if isinstance(rec.get("annotations"), dict) else {}
+            for key in ("kind", "pattern", "engine", "bottleneck", "late_bound"):
+                if ann.get(key) is not None:
+                    facts.setdefault(key, ann[key])
+            plan.expected_workers.extend(w for w in ann.get("expected_workers") or []
+                                         if w not in plan.expected_workers)
+            if ann and rec.get("host"):
+                plan.flows[(rec["host"], rec.get("flow_id") or rec["host"])] = PlannedFlow(
+                    path=ann.get("path") or [], mtu=ann.get("mtu"), throttle=ann.get("throttle"),
+                    throttle_mechanism=ann.get("throttle_mechanism"), goodput_factor=ann.get("goodput_factor"))
+        plan.kind = facts.get("kind") or "barrier"
+        plan.pattern, plan.engine = facts.get("pattern"), facts.get("engine")
+        plan.bottleneck, plan.late_bound = facts.get("bottleneck"), facts.get("late_bound")
+        return plan
+
+
+# What a flow's record holds: the host's measurements and, for a flow that failed, why. Anything else a host
+# returns (the engine's details) stays in ``extra``.
+_FLOW_FIELDS = ("status", "error", "bytes", "volume_bytes", "completion_s", "gbps", "late_s", "start", "start_at",
+                "setup_s", "teardown_s", "samples", "cause_from")
+
+
+@dataclass
+class Flow:
+    """One flow's measurements, as its host reported them (or the controller's account of why there are none)."""
+
+    host: str
+    flow_id: str
+    status: str = "error"
+    error: str | None = None
+    bytes: int | None = None
+    volume_bytes: int | None = None
+    completion_s: float | None = None  # the receiver's confirmation of the last byte minus the common instant
+    gbps: float | None = None
+    late_s: float | None = None  # the first byte's lateness against the common instant, on the host's clock
+    start: float | None = None
+    start_at: float | None = None
+    setup_s: float | None = None  # perftest: before its first packet on the wire
+    teardown_s: float | None = None
+    samples: list | None = None
+    cause_from: str | None = None  # who gave the cause: None (the host), "rendezvous" (the coordinator), "stop"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def key(self):
+        return (self.host, self.flow_id)
+
+    @property
+    def ok(self):
+        return self.status == "ok" and self.completion_s is not None
+
+    @classmethod
+    def from_record(cls, record):
+        if "host" not in record:
+            raise ValueError("a flow record has no 'host': %r" % sorted(record))
+        known = {k: record.get(k) for k in _FLOW_FIELDS}
+        known["status"] = known["status"] or "error"
+        extra = {k: v for k, v in record.items()
+                 if k not in _FLOW_FIELDS and k not in ("host", "flow_id", "annotations", "step", "received_at")}
+        return cls(host=record["host"], flow_id=record.get("flow_id") or record["host"], extra=extra, **known)
+
+
+@dataclass
+class Step:
+    name: str
+    plan: StepPlan
+    flows: list  # [Flow], clients only, in the order their results reached the controller
+    counters: dict = field(default_factory=dict)  # host -> {before, after, interface, engine}
+    start: dict | None = None  # how the step started (starts/<step>.json)
+
+    def planned(self, flow):
+        return self.plan.flow(flow.host, flow.flow_id)
+
+
+@dataclass
+class Run:
+    path: str | None
+    steps: list  # [Step], in the order their first flow arrived
+    lab: dict = field(default_factory=dict)
+    experiments: list = field(default_factory=list)
+
+
+def step_plans(plan, applied=None):
+    """``{step name: StepPlan}`` for the steps of one experiment's plan (``_experiment.plan``'s result).
+    ``applied``: host -> the throttle module's description of what it applied ("tc htb on eth0 egress")."""
+    applied = applied or {}
+    flows = {}
+    for host, entry in sorted((plan.get("hosts") or {}).items()):
+        how = applied.get(host)
+        for client in entry.get("clients") or []:
+            flows[(host, client["flow_id"])] = PlannedFlow(
+                path=client.get("path") or [], mtu=plan.get("mtu"), throttle=entry.get("throttle"),
+                throttle_mechanism="%s: %s" % (host, how) if how and entry.get("throttle") else None,
+                goodput_factor=plan.get("goodput_factor"))
+    one = StepPlan(kind=plan.get("kind") or "barrier", pattern=plan.get("pattern"), engine=plan.get("engine"),
+                   bottleneck=plan.get("line_rate"), expected_workers=list(plan.get("sources") or []),
+                   late_bound=plan.get("late_bound"), flows=flows)
+    return {name: one for name in plan.get("steps") or []}
+
+
+def read_plan(path):
+    """``plan.json`` of a run directory (None when the run has none: schema 1)."""
+    full = os.path.join(path, PLAN_FILE)
+    if not os.path.exists(full):
+        return None
+    with open(full) as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), dict):
+        raise ValueError("%s: not a run plan (no 'steps')" % full)
+    return data
+
+
+def _load_flows(path):
+    """``{step: [record, ...]}`` from flows/ (each step's records in the order they reached the controller)."""
+    flows = os.path.join(path, "flows")
+    if not os.path.isdir(flows):
+        raise FileNotFoundError("%s has no flows/ directory: is it a run directory?" % path)
+    entries = []
+    for step in os.listdir(flows):
+        for name in os.listdir(os.path.join(flows, step)):
+            if name.endswith(".json"):
+                full = os.path.join(flows, step, name)
+                with open(full) as handle:
+                    record = json.load(handle)
+                entries.append((record.get("received_at", os.path.getmtime(full)), record.get("step", step), record))
+    steps = {}
+    for _received, step, record in sorted(entries, key=lambda e: e[0]):
+        steps.setdefault(step, []).append(record)
+    return steps
+
+
+def _load_counters(path):
+    out = {}
+    base = os.path.join(path, "counters")
+    for step in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        for name in sorted(os.listdir(os.path.join(base, step))):
+            if name.endswith(".json"):
+                with open(os.path.join(base, step, name)) as handle:
+                    entry = json.load(handle)
+                out.setdefault(entry.get("step", step), {})[entry.get("host", name[:-5])] = entry
+    return out
+
+
+def _load_starts(path):
+    out = {}
+    base = os.path.join(path, "starts")
+    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(base, name)) as handle:
+                entry = json.load(handle)
+            out[entry.pop("step", name[:-5])] = entry
+    return out
+
+
+def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None):
+    """A ``Run`` from flow records grouped by step (``{step: [record]}``), the steps' plans (``{step: StepPlan}``;
+    a step without one is described by its flows' annotations), counters and starts."""
+    plans, counters, starts = plans or {}, counters or {}, starts or {}
+    steps = []
+    for name, recs in records.items():
+        recs = [r for r in recs if r.get("role", "client") == "client"]
+        plan = plans.get(name) or StepPlan.from_annotations(recs)
+        steps.append(Step(name=name, plan=plan, flows=[Flow.from_record(r) for r in recs],
+                          counters=counters.get(name) or {}, start=starts.get(name)))
+    return Run(path=path, steps=steps, lab=lab or {}, experiments=experiments or [])
+
+
+def load_run(path):
+    """The run directory at ``path`` as a ``Run``."""
+    plan = read_plan(path) or {}
+    plans = {name: StepPlan.from_dict(data) for name, data in (plan.get("steps") or {}).items()}
+    return build_run(_load_flows(path), plans, _load_counters(path), _load_starts(path), path=os.path.abspath(path),
+                     lab=plan.get("lab") or {}, experiments=plan.get("experiments") or [])
