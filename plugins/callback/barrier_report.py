@@ -16,8 +16,12 @@ description:
     prints at the end of the playbook a report per step.
   - Per worker, its completion time, Gb/s, idle time (step minus its own completion) and idle share of the step; the
     step time (the maximum); the mean completion time and how far the mean understates the step; the sum of the flows'
-    rates against the bottleneck and against the single-flow baseline (a step annotated C(kind=baseline)); the
-    straggler with the throttle that explains it; and the max-min fair-share prediction of every completion.
+    rates against the bottleneck and against the single-flow baseline; the
+    straggler with the throttle that explains it; and the max-min fair-share prediction of every completion. A
+    baseline is a step the experiment's plan marks C(kind=baseline) (the elephant).
+  - The experiment role hands the callback its plan once (C(set_stats) key C(aifabric_lab_plan), with what each
+    throttle applied); the callback writes it to the run's C(plan.json), the run record the report reads each step's
+    paths, throttles and expected workers from. Flows that no plan describes carry those facts in C(annotations).
   - Uses the timestamps measured on the hosts (C(completion_s) is the receiver's confirmation of the last byte minus
     the common start instant), never the time a result reached the controller.
   - A step in which any worker failed, timed out, never armed, started later than the lateness bound or was

@@ -59,7 +59,7 @@ import ansible.constants as C
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.connection.local import Connection as LocalConnection
 from ansible.utils.display import Display
-from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import NETNS_RUN_DIR, valid_name
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import NETNS_RUN_DIR, namespace_name, valid_name
 
 display = Display()
 
@@ -76,8 +76,8 @@ class Connection(LocalConnection):
     has_pipelining = True
 
     def _netns(self):
-        prefix = self.get_option("netns_prefix") or ""
-        name = prefix + (self.get_option("netns_name") or self._play_context.remote_addr)
+        name = namespace_name(self.get_option("netns_prefix"),
+                              self.get_option("netns_name") or self._play_context.remote_addr)
         if not valid_name(name):
             raise AnsibleConnectionFailure(
                 "netns: %r is not a valid namespace name (letters, digits, '.', '_', '-'; at most 64 characters). "

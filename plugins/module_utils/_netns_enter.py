@@ -35,6 +35,12 @@ class NetnsError(OSError):
     pass
 
 
+def namespace_name(prefix, name):
+    """The namespace a host is: ``ansible_netns_prefix`` + its ``ansible_netns_name`` (else its address or inventory
+    name, which the caller gives as ``name``). The netns connection enters it; the experiment's plan records it."""
+    return "%s%s" % (prefix or "", name)
+
+
 def valid_name(name):
     return isinstance(name, str) and bool(_NAME.match(name)) and name not in (".", "..")
 

@@ -17,7 +17,7 @@ import os
 import re
 import threading
 
-from ._rdma_sysfs import read_text
+from ._rdma_sysfs import read_text, under_device
 
 BDF_RE = re.compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
 ID_RE = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
@@ -138,8 +138,7 @@ class PciSysfs:
         return found
 
     def rdma_devices(self, bdf):
-        base = os.path.join(self.dev_path(bdf), "infiniband")
-        return sorted(os.listdir(base)) if os.path.isdir(base) else []
+        return under_device(self.dev_path(bdf))
 
     def virtfns(self, bdf):
         base = self.dev_path(bdf)

@@ -39,6 +39,17 @@ def port_dir(device, port, root="/"):
     return os.path.join(device_dir(device, root), "ports", str(port))
 
 
+def under_device(device_path):
+    """The RDMA devices a PCI function (or any sysfs device directory) carries: its ``infiniband/`` children."""
+    base = os.path.join(device_path, "infiniband")
+    return sorted(os.listdir(base)) if os.path.isdir(base) else []
+
+
+def under_netdev(netdev, root="/"):
+    """The RDMA devices of the hardware NIC under ``netdev`` (soft-RoCE, which rides on the netdev, has none here)."""
+    return under_device(os.path.join(root, "sys/class/net", netdev, "device"))
+
+
 def require(wanted, root="/", parameter="rdma_devices"):
     """Raise KeyError naming ``parameter`` and what is present when a device of ``wanted`` is not here."""
     present = devices(root)

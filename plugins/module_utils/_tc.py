@@ -8,7 +8,12 @@ The shaper's layout, on the device (egress) or on an ifb device that the device'
 * ``htb``: qdisc ``1:`` with class ``1:1`` at ``rate`` (64-bit rates: 1kbit..400gbit). With ``fair_share_sources``,
   one child class per source (``1:11``, ``1:12``...) plus ``1:10`` for other traffic, each guaranteed an equal share
   and allowed to borrow up to ``rate``: max-min fair arbitration between sources, like a switch's per-port arbiter.
-  u32 filters on the IPv4/IPv6 source pick the class.
+  u32 filters on the IPv4/IPv6 source pick the class. ``fair_share_destinations`` does the same by destination (a
+  sender's port shared fairly between the peers it sends to, like a NIC's arbiter between its queue pairs).
+  With ``ack_priority``, a class ``1:2`` beside ``1:1`` takes the host's small TCP segments (its ACKs for the flows
+  it receives) ahead of the queued data and outside the rate: a throttle slows what the host sends, not the flows
+  it receives (without it, their ACKs wait behind a queue of the host's own data, hundreds of milliseconds at a
+  throttled rate, and those flows crawl).
 * ``tbf``: a single token bucket. Its netlink message carries a 32-bit byte rate, so it stops at 34.3gbit.
 
 ``read_shaper`` returns the same shape as ``desired_shaper`` builds, so ``changed`` is one comparison.
@@ -17,16 +22,19 @@ The shaper's layout, on the device (egress) or on an ifb device that the device'
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 import struct
 
+from . import _rdma_sysfs
 from ._units import UnitError, format_rate, format_size, parse_rate, parse_size
 
 HTB_HANDLE = 0x10000  # 1:
 ROOT_CLASS = 0x10001  # 1:1
 OTHER_CLASS = 0x10010  # 1:10
 FIRST_SOURCE_CLASS = 0x10011  # 1:11
+ACK_CLASS = 0x10002  # 1:2: small TCP segments (ACKs) beside the rate, with ack_priority
+# an IPv4 TCP packet of less than 128 bytes: a pure ACK (or SYN/FIN), never a data segment of a bulk flow
+ACK_KEYS = ["0x00060000/0x00ff0000+8", "0x00000000/0x0000ff80+0"]
 INGRESS_HANDLE = 0xFFFF0000
 TC_H_ROOT = 0xFFFFFFFF
 TBF_MAX_BPS = (2**32 - 1) * 8
@@ -50,7 +58,10 @@ def same_shaper(current, desired):
     for key in ("qdisc", "rate"):
         if current.get(key) != desired.get(key):
             return False
-    if (current.get("fair_share_sources") or []) != (desired.get("fair_share_sources") or []):
+    for key in FAIR_KEYS:
+        if (current.get(key) or []) != (desired.get(key) or []):
+            return False
+    if bool(current.get("ack_priority")) != bool(desired.get("ack_priority")):
         return False
     if current.get("burst") is not None and abs(current["burst"] - desired["burst"]) > max(64, desired["burst"] * 0.01):
         return False
@@ -85,28 +96,41 @@ def desired_shaper(params, mtu=1500):
         raise ShapeError(
             "rate: %s is above what tbf can encode (%s, a 32-bit byte rate); use qdisc: htb, which carries 64-bit "
             "rates up to 400gbit" % (format_rate(rate), format_rate(TBF_MAX_BPS)))
-    sources = params.get("fair_share_sources") or []
-    if sources and qdisc != "htb":
-        raise ShapeError("fair_share_sources: needs qdisc: htb (tbf has a single queue and no classes)")
-    networks = []
-    for src in sources:
-        try:
-            networks.append(str(ipaddress.ip_network(src, strict=False)))
-        except ValueError:
-            raise ShapeError(
-                "fair_share_sources: %r is not an address or prefix (e.g. 198.18.0.11 or 10.0.1.0/24)" % src) from None
-    if len(set(networks)) != len(networks):
-        raise ShapeError("fair_share_sources: %s lists a source twice" % networks)
-    if len(networks) > 200:
-        raise ShapeError("fair_share_sources: at most 200 sources (got %d)" % len(networks))
+    fair = {}
+    for key, what in (("fair_share_sources", "source"), ("fair_share_destinations", "destination")):
+        fair[key] = _networks(params.get(key) or [], key, what, qdisc)
+    if fair["fair_share_sources"] and fair["fair_share_destinations"]:
+        raise ShapeError("fair_share_sources and fair_share_destinations: give one (a port's arbiter shares it by "
+                         "who sends or by whom it sends to, not both)")
     burst = burst or default_burst(rate, mtu)
     shaper = {"qdisc": qdisc, "rate": rate, "burst": burst}
     if qdisc == "tbf":
         latency = params.get("latency") or 0.05
         shaper["limit"] = int(rate / 8 * latency + burst)
     else:
-        shaper["fair_share_sources"] = networks
+        shaper.update(fair)
+        if params.get("ack_priority"):
+            shaper["ack_priority"] = True
+    if params.get("ack_priority") and qdisc != "htb":
+        raise ShapeError("ack_priority: needs qdisc: htb (tbf has a single queue)")
     return shaper
+
+
+def _networks(given, key, what, qdisc):
+    if given and qdisc != "htb":
+        raise ShapeError("%s: needs qdisc: htb (tbf has a single queue and no classes)" % key)
+    networks = []
+    for net in given:
+        try:
+            networks.append(str(ipaddress.ip_network(net, strict=False)))
+        except ValueError:
+            raise ShapeError(
+                "%s: %r is not an address or prefix (e.g. 198.18.0.11 or 10.0.1.0/24)" % (key, net)) from None
+    if len(set(networks)) != len(networks):
+        raise ShapeError("%s: %s lists a %s twice" % (key, networks, what))
+    if len(networks) > 200:
+        raise ShapeError("%s: at most 200 %ss (got %d)" % (key, what, len(networks)))
+    return networks
 
 
 def describe(shaper):
@@ -114,25 +138,36 @@ def describe(shaper):
     if not shaper:
         return {}
     out = {"qdisc": shaper["qdisc"], "rate": format_rate(shaper["rate"])}
-    if shaper.get("fair_share_sources"):
-        out["fair_share_sources"] = list(shaper["fair_share_sources"])
+    for key in FAIR_KEYS:
+        if shaper.get(key):
+            out[key] = list(shaper[key])
+    if shaper.get("ack_priority"):
+        out["ack_priority"] = True
     if shaper.get("burst"):
         out["burst"] = format_size(shaper["burst"])
     return out
 
 
-def _u32_key(network):
-    """(protocol, u32 key string) matching the source of ``network`` (IPv4 offset 12, IPv6 offset 8)."""
+FAIR_KEYS = ("fair_share_sources", "fair_share_destinations")
+# where the address starts in the IP header: IPv4 source 12, destination 16; IPv6 source 8, destination 24
+_OFFSET = {(4, "fair_share_sources"): 12, (4, "fair_share_destinations"): 16,
+           (6, "fair_share_sources"): 8, (6, "fair_share_destinations"): 24}
+
+
+def _u32_key(network, key="fair_share_sources"):
+    """(protocol, u32 key strings) matching the source (or, for fair_share_destinations, the destination) of
+    ``network``."""
     net = ipaddress.ip_network(network)
+    base = _OFFSET[(net.version, key)]
     if net.version == 4:
-        return ETH_P_IP, ["0x%08x/0x%08x+12" % (int(net.network_address), int(net.netmask))]
+        return ETH_P_IP, ["0x%08x/0x%08x+%d" % (int(net.network_address), int(net.netmask), base)]
     keys = []
     addr, mask = net.network_address.packed, net.netmask.packed
     for i in range(4):
         m = struct.unpack("!I", mask[4 * i:4 * i + 4])[0]
         if m:
-            keys.append("0x%08x/0x%08x+%d" % (struct.unpack("!I", addr[4 * i:4 * i + 4])[0], m, 8 + 4 * i))
-    return ETH_P_IPV6, keys or ["0x0/0x0+8"]
+            keys.append("0x%08x/0x%08x+%d" % (struct.unpack("!I", addr[4 * i:4 * i + 4])[0], m, base + 4 * i))
+    return ETH_P_IPV6, keys or ["0x0/0x0+%d" % base]
 
 
 def decode_u32_keys(sel):
@@ -152,19 +187,23 @@ def decode_u32_keys(sel):
 
 
 def _network_from_keys(protocol, keys):
-    if protocol == ETH_P_IP and len(keys) == 1 and keys[0][2] == 12:
-        val, mask = keys[0][0], keys[0][1]
-        return str(ipaddress.ip_network("%s/%s" % (ipaddress.IPv4Address(val), ipaddress.IPv4Address(mask))))
-    if protocol == ETH_P_IPV6:
+    """(key, network) of a fair-share filter: which of FAIR_KEYS it serves (by the header offset) and its network."""
+    if protocol == ETH_P_IP and len(keys) == 1 and keys[0][2] in (12, 16):
+        val, mask, off = keys[0]
+        key = "fair_share_sources" if off == 12 else "fair_share_destinations"
+        return key, str(ipaddress.ip_network("%s/%s" % (ipaddress.IPv4Address(val), ipaddress.IPv4Address(mask))))
+    if protocol == ETH_P_IPV6 and keys:
+        base = 8 if keys[0][2] < 24 else 24
+        key = "fair_share_sources" if base == 8 else "fair_share_destinations"
         addr, mask = bytearray(16), bytearray(16)
         for val, m, off in keys:
-            i = (off - 8) // 4
+            i = (off - base) // 4
             if 0 <= i < 4:
                 addr[4 * i:4 * i + 4] = struct.pack("!I", val)
                 mask[4 * i:4 * i + 4] = struct.pack("!I", m)
         prefix = bin(int.from_bytes(mask, "big")).count("1")
-        return str(ipaddress.ip_network((bytes(addr), prefix), strict=False))
-    return None
+        return key, str(ipaddress.ip_network((bytes(addr), prefix), strict=False))
+    return None, None
 
 
 def _stats(msg):
@@ -224,18 +263,24 @@ class Shaper:
         if ROOT_CLASS not in classes:
             return {"qdisc": "htb", "foreign": True}
         rate = self._class_rate(classes[ROOT_CLASS])
-        sources = []
+        fair = {key: [] for key in FAIR_KEYS}
         for f in self.ipr.get_filters(index=index, parent=HTB_HANDLE):
             opts = f.get_attr("TCA_OPTIONS")
             if not opts or f.get_attr("TCA_KIND") != "u32" or opts.get_attr("TCA_U32_CLASSID") is None:
                 continue
             sel = opts.get_attr("TCA_U32_SEL")
             protocol = socket.ntohs(f["info"] & 0xFFFF)
-            sources.append((opts.get_attr("TCA_U32_CLASSID"), _network_from_keys(protocol, decode_u32_keys(sel or {}))))
-        sources.sort()
+            if opts.get_attr("TCA_U32_CLASSID") == ACK_CLASS:
+                continue
+            key, network = _network_from_keys(protocol, decode_u32_keys(sel or {}))
+            fair.setdefault(key, []).append((opts.get_attr("TCA_U32_CLASSID"), network))
         buffer_ticks = classes[ROOT_CLASS].get_attr("TCA_OPTIONS").get_attr("TCA_HTB_PARMS")["buffer"]
-        return {"qdisc": "htb", "rate": rate, "burst": ticks_to_bytes(buffer_ticks, rate // 8),
-                "fair_share_sources": [source for _classid, source in sources]}
+        out = {"qdisc": "htb", "rate": rate, "burst": ticks_to_bytes(buffer_ticks, rate // 8)}
+        for key in FAIR_KEYS:
+            out[key] = [network for _classid, network in sorted(fair[key])]
+        if ACK_CLASS in classes:
+            out["ack_priority"] = True
+        return out
 
     @staticmethod
     def _class_rate(msg):
@@ -266,10 +311,20 @@ class Shaper:
         if shaper["qdisc"] == "tbf":
             self.ipr.tc("add", "tbf", index, HTB_HANDLE, rate=rate_bytes, burst=burst, limit=shaper["limit"])
             return
-        sources = shaper.get("fair_share_sources") or []
+        key = next((k for k in FAIR_KEYS if shaper.get(k)), FAIR_KEYS[0])
+        sources = shaper.get(key) or []
         self.ipr.tc("add", "htb", index, HTB_HANDLE, default=(OTHER_CLASS & 0xFFFF) if sources else 1)
         self.ipr.tc("add-class", "htb", index, ROOT_CLASS, parent=HTB_HANDLE, rate=rate_bytes, ceil=rate_bytes,
                     burst=burst, cburst=burst, quantum=QUANTUM)
+        if shaper.get("ack_priority"):
+            # served first (prio 0), guaranteed 1% of the rate and allowed up to 10 times it: ACKs are about 0.5% of
+            # the data they acknowledge, so this never carries the host's own data
+            ack_rate = max(1000, rate_bytes // 100)
+            ack_ceil = min(rate_bytes * 10, 50 * 10**9)
+            self.ipr.tc("add-class", "htb", index, ACK_CLASS, parent=HTB_HANDLE, rate=ack_rate, ceil=ack_ceil,
+                        burst=burst, cburst=burst, quantum=QUANTUM, prio=0)
+            self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=1, protocol=ETH_P_IP, target=ACK_CLASS,
+                        keys=ACK_KEYS)
         if not sources:
             return
         share = max(1, rate_bytes // (len(sources) + 1))
@@ -278,7 +333,7 @@ class Shaper:
             self.ipr.tc("add-class", "htb", index, classid, parent=ROOT_CLASS, rate=share, ceil=rate_bytes,
                         burst=burst, cburst=burst, quantum=QUANTUM)
             if network is not None:
-                protocol, keys = _u32_key(network)
+                protocol, keys = _u32_key(network, key)
                 self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=10 + i, protocol=protocol,
                             target=classid, keys=keys)
 
@@ -333,8 +388,7 @@ class Shaper:
 
 def hardware_rdma_on(device, root="/"):
     """RDMA devices of a hardware NIC under this netdev (tc never sees their verbs traffic); soft-RoCE has none."""
-    base = os.path.join(root, "sys/class/net", device, "device", "infiniband")
-    return sorted(os.listdir(base)) if os.path.isdir(base) else []
+    return _rdma_sysfs.under_netdev(device, root)
 
 
 def shape(module, ipr, params):

@@ -31,8 +31,9 @@ def run_module(module):
     require_pyroute2(module)
     with IPRoute() as ipr:
         if mechanism == "tc":
+            # ack_priority: the throttle slows what the host sends, not the flows it receives (their ACKs go first)
             params = dict(device=p["interface"], direction="egress", qdisc="htb", rate=rate, burst=None, latency=0.05,
-                          fair_share_sources=[], ifb_device=None, state=p["state"])
+                          fair_share_sources=[], ifb_device=None, state=p["state"], ack_priority=True)
             try:
                 shaper = shape(module, ipr, params)
             except ShapeError as exc:

@@ -69,6 +69,23 @@ options:
     type: list
     elements: str
     default: []
+  fair_share_destinations:
+    description:
+      - With V(htb), destination addresses or prefixes that share O(rate) max-min fairly (one class each, u32 match on
+        the IPv4 or IPv6 destination), so that a sender's port is shared between the peers it sends to, as a NIC
+        arbitrates between its queue pairs. Other traffic gets a class of its own. Not with O(fair_share_sources).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
+  ack_priority:
+    description:
+      - With V(htb), a class beside the rate for the device's small IPv4 TCP segments (ACKs), served first; the
+        shaper slows what the host sends, not the flows it receives, whose ACKs would otherwise wait behind the
+        shaper's queue of data (at a throttled rate, hundreds of milliseconds).
+    type: bool
+    default: false
+    version_added: 0.3.0
   ifb_device:
     description:
       - With O(direction=ingress), the ifb device to create and shape. Defaults to C(ifb-DEVICE) (15 characters).
@@ -97,6 +114,13 @@ EXAMPLES = r"""
     device: sink0
     rate: 8gbit
     fair_share_sources: [198.18.0.11, 198.18.0.12, 198.18.0.13]
+
+- name: What a worker sends, fairly shared between the peers it sends to (its switch port's ingress, through ifb)
+  aifabric.lab.tc_shape:
+    device: worker10
+    direction: ingress
+    rate: 8gbit
+    fair_share_destinations: [198.18.0.1, 198.18.0.12, 198.18.0.13]
 
 - name: Shape what a device receives, through ifb
   aifabric.lab.tc_shape:
@@ -151,10 +175,13 @@ def main():
             burst=dict(type="str"),
             latency=dict(type="float", default=0.05),
             fair_share_sources=dict(type="list", elements="str", default=[]),
+            fair_share_destinations=dict(type="list", elements="str", default=[]),
+            ack_priority=dict(type="bool", default=False),
             ifb_device=dict(type="str"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
         ),
         required_if=[("state", "present", ("rate",))],
+        mutually_exclusive=[("fair_share_sources", "fair_share_destinations")],
         supports_check_mode=True,
     )
     require_pyroute2(module)

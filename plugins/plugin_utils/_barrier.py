@@ -19,7 +19,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import goodput_factor, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run import Flow, Step, StepPlan
 
-__all__ = ["analyze_step", "analyze_records", "BarrierInputError", "SCHEMA_VERSION"]
+__all__ = ["analyze_step", "analyze_records", "BarrierInputError", "SCHEMA_VERSION", "parse_late_bound"]
 
 SCHEMA_VERSION = 2
 
@@ -35,9 +35,9 @@ def _rate(value, where):
         raise BarrierInputError(str(exc)) from None
 
 
-def _predict(step):
+def _predict(step, without_throttles=False):
     """Max-min prediction per flow (keyed by host and flow id) from the plan's path of every flow (links with rates)
-    and its MTU."""
+    and its MTU; ``without_throttles``: the same step with every throttle lifted."""
     flows, links, volumes, factors = {}, {}, {}, {}
     for flow in step.flows:
         planned = step.planned(flow)
@@ -45,6 +45,8 @@ def _predict(step):
             return None
         ids = []
         for hop in planned.path:
+            if without_throttles and (hop.get("throttle") or hop.get("link") == "%s egress" % flow.host):
+                continue  # (runs before the flag: the throttle's link is "<host> egress")
             link = hop.get("link")
             if not link or hop.get("rate") is None:
                 raise BarrierInputError("host %s: every path hop needs 'link' and 'rate' (got %r)" % (flow.host, hop))
@@ -88,27 +90,51 @@ def _cause(planned):
 DEFAULT_LATE_BOUND = 0.01  # a start later than 1% of the predicted step could distort the step's figures
 
 
+def parse_late_bound(raw, name="late_bound"):
+    """A lateness bound as given (the experiment's ``late_bound``): a share of the predicted step from 0 to 1, or a
+    duration (``5ms``, ``0.2s``). Returns the share (float) or the duration's text; None gives the default share.
+    Raises BarrierInputError naming ``name`` and the fix. The one reader: the plan checks with it, the analysis
+    reads with it."""
+    if raw is None:
+        return DEFAULT_LATE_BOUND
+    if isinstance(raw, str):
+        text = raw.strip()
+        try:
+            return _share(float(text), raw, name)  # -e late_bound=0.02 arrives as text
+        except ValueError:
+            pass
+        try:
+            ok = text.endswith("s") and float(text[:-2] if text.endswith("ms") else text[:-1]) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise BarrierInputError("%s: %r; give a share of the predicted step (0.01 = 1%%) or a duration (5ms, "
+                                    "0.2s)" % (name, raw))
+        return text
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise BarrierInputError("%s: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) or a duration "
+                                "(5ms)" % (name, raw))
+    return _share(raw, raw, name)
+
+
+def _share(value, raw, name):
+    if not 0 < value <= 1:
+        raise BarrierInputError("%s: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) or a duration "
+                                "(5ms)" % (name, raw))
+    return float(value)
+
+
 def _late_bound(raw, predicted_step, measured_step):
     """The lateness bound in seconds and the sentence that says where it comes from. ``late_bound`` (the plan's) is
     a share of the predicted step (default 1%), or a duration like ``5ms``; without a prediction, of the step."""
-    raw = DEFAULT_LATE_BOUND if raw is None else raw
-    if isinstance(raw, str) and raw.strip().endswith("s"):
-        text = raw.strip()
-        try:
-            value = float(text[:-2]) / 1000 if text.endswith("ms") else float(text[:-1])
-        except ValueError:
-            raise BarrierInputError("late_bound: %r; give a share of the predicted step (0.01) or a duration like "
-                                    "5ms" % raw) from None
-        return value, "%s, as set" % text
-    try:
-        share = float(raw)
-    except (TypeError, ValueError):
-        raise BarrierInputError("late_bound: %r; give a share of the predicted step (0.01) or a duration like 5ms"
-                                % (raw,)) from None
+    bound = parse_late_bound(raw)
+    if isinstance(bound, str):
+        value = float(bound[:-2]) / 1000 if bound.endswith("ms") else float(bound[:-1])
+        return value, "%s, as set" % bound
     base, what = (predicted_step, "predicted") if predicted_step else (measured_step, "measured")
     if not base:
         return None, "no step time to relate lateness to"
-    return share * base, "%g%% of the %s step %.3f s" % (share * 100, what, base)
+    return bound * base, "%g%% of the %s step %.3f s" % (bound * 100, what, base)
 
 
 def _percentile(values, q):
@@ -212,6 +238,9 @@ def analyze_step(step, baseline_gbps=None):
     workers = [_host_entry(step, host, fl, ok_keys, predicted) for host, fl in sorted(by_host.items())]
     if predicted:
         report["predicted_step_s"] = round(max(predicted.values()), 6)
+        unthrottled = _predict(step, without_throttles=True)
+        if unthrottled:
+            report["predicted_unthrottled_step_s"] = round(max(unthrottled.values()), 6)
     # Lateness: every flow's start minus the common instant, each in its host's clock. The spread of those is the
     # start skew; a start later than the bound fails the step (its figures would be distorted), and says so.
     lates = [f.late_s for f in ok if f.late_s is not None]
@@ -271,13 +300,17 @@ def analyze_step(step, baseline_gbps=None):
         # the step with nobody throttled: every byte through the bottleneck at its payload rate
         factor = _factor(step.planned(ok[0]))
         report["fair_step_s"] = round(total_bytes * 8 / (cap * 1e9 * factor) + max(_overhead(f) for f in ok), 6)
+    elif report.get("predicted_unthrottled_step_s"):
+        # no single shared link (ring, all-to-all, ...): the fair step is the same step predicted without throttles
+        report["fair_step_s"] = report["predicted_unthrottled_step_s"]
     if baseline_gbps:
         report["sum_of_flow_vs_baseline"] = round(report["sum_of_flow_gbps"] / baseline_gbps, 6)
     others = [w for w in ok_workers if w is not slowest]
     cause = _cause(step.planned(by_host[slowest["host"]][0]))
     if cause is None and slowest["predicted_s"]:
-        cause = "no throttle applied; %.1f%% slower than its fair share predicts" % (
-            (slowest["completion_s"] / slowest["predicted_s"] - 1) * 100)
+        off = slowest["completion_s"] / slowest["predicted_s"] - 1
+        cause = "no throttle applied; %.1f%% %s than its fair share predicts" % (
+            abs(off) * 100, "slower" if off >= 0 else "faster")
     report["straggler"] = {
         "host": slowest["host"],
         "completion_s": slowest["completion_s"],

@@ -119,7 +119,7 @@ def step_counters(step, snapshots):
                                                 check["difference"] * 100, check["expected_bytes"],
                                                 check["headers_per_packet"]))
     slower = None
-    if step.get("status") == "ok" and step.get("bottleneck_gbps") and step.get("fair_step_s"):
+    if step.get("status") == "ok" and step.get("fair_step_s"):
         slower = step["step_s"] / step["fair_step_s"] - 1
     text = verdict({"errors": errors, "congestion": congestion}, slower)
     if disagreements:

@@ -32,9 +32,19 @@ the playbooks consume only the plan.
 
 from __future__ import annotations
 
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import namespace_name
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
+from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, parse_late_bound
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import roce_goodput
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
+from ansible_collections.aifabric.lab.plugins.plugin_utils._patterns import (
+    BUS_FACTOR,
+    COLLECTIVES,
+    NEEDS_SINK,
+    PATTERNS,
+    PatternError,
+    rounds,
+)
 
 __all__ = ["ExperimentError", "plan", "host_args", "common_args", "batch_args", "PATTERNS"]
 
@@ -43,25 +53,11 @@ class ExperimentError(ValueError):
     """An experiment that cannot run; the message names the field, the value and the fix."""
 
 
-def _incast(workers, sinks):
-    """Every worker sends to the first sink: the collective step of the seed."""
-    return [(w, sinks[0]) for w in workers]
-
-
-def _ring(workers, sinks):
-    """Every worker sends to the next, the last to the first: one step of a ring all-reduce (no sink). Each link
-    carries one flow, so the step is as slow as the slowest link."""
-    if len(workers) < 2:
-        raise ExperimentError("experiment.pattern: ring needs 2 workers or more (got %d)" % len(workers))
-    return [(w, workers[(i + 1) % len(workers)]) for i, w in enumerate(workers)]
-
-
-PATTERNS = {"incast": _incast, "ring": _ring}
-NEEDS_SINK = {"incast"}
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
-          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start"}
+          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root"}
 _NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
+_PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")  # flow_step's perftest options
 
 
 def _address(hostvars, host):
@@ -77,8 +73,8 @@ def _netns(hostvars, host):
     hv = hostvars.get(host) or {}
     if hv.get("ansible_connection") not in _NETNS_CONNECTIONS:
         return None
-    name = hv.get("ansible_netns_name") or hv.get("ansible_host") or host
-    return str(hv.get("ansible_netns_prefix") or "") + str(name)
+    return namespace_name(hv.get("ansible_netns_prefix"),
+                          hv.get("ansible_netns_name") or hv.get("ansible_host") or host)
 
 
 def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch", interface="eth0",
@@ -98,8 +94,9 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         raise ExperimentError("experiment: unknown field(s) %s; known: %s"
                               % (", ".join(unknown), ", ".join(sorted(_KNOWN))))
     pattern = experiment.get("pattern", "incast")
-    if pattern not in PATTERNS:
-        raise ExperimentError("experiment.pattern: %r is not known; use one of %s" % (pattern, ", ".join(PATTERNS)))
+    if pattern not in PATTERNS and pattern not in COLLECTIVES:
+        raise ExperimentError("experiment.pattern: %r is not known; use one of %s" % (
+            pattern, ", ".join(list(PATTERNS) + list(COLLECTIVES))))
     kind = experiment.get("kind", "barrier")
     if kind not in ("barrier", "baseline"):
         raise ExperimentError("experiment.kind: %r; use barrier or baseline" % kind)
@@ -137,11 +134,19 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     engine = experiment.get("engine", "tcp")
     if engine not in ("tcp", "perftest"):
         raise ExperimentError("experiment.engine: %r; use tcp or perftest" % (engine,))
-    rdma_mtu = (experiment.get("perftest") or {}).get("rdma_mtu", 1024)
+    perftest = experiment.get("perftest") or {}
+    if not isinstance(perftest, dict) or set(perftest) - set(_PERFTEST_ARGS) - {"rdma_mtu"}:
+        raise ExperimentError("experiment.perftest: unknown option(s) %s; known: %s" % (
+            ", ".join(sorted(set(perftest) - set(_PERFTEST_ARGS) - {"rdma_mtu"})) if isinstance(perftest, dict)
+            else repr(perftest), ", ".join(_PERFTEST_ARGS + ("rdma_mtu",))))
+    rdma_mtu = perftest.get("rdma_mtu", 1024)
     if rdma_mtu not in (256, 512, 1024, 2048, 4096):
         raise ExperimentError("experiment.perftest.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
                               "(soft-RoCE on a 1500-byte link: 1024)" % (rdma_mtu,))
-    pairs = PATTERNS[pattern](workers, sinks)
+    try:
+        planned_rounds = rounds(pattern, workers, sinks, experiment.get("root"))
+    except PatternError as exc:
+        raise ExperimentError(str(exc)) from None
     tolerance = experiment.get("start_tolerance", 0.001)
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance <= 1:
         raise ExperimentError("experiment.start_tolerance: %r; give seconds from 0 to 1 (used with strict_start)"
@@ -160,24 +165,10 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     if streams > 1 and engine == "perftest":
         raise ExperimentError("experiment.streams: the perftest engine runs parallel queue pairs instead; set "
                               "perftest.qps")
-    late_bound = experiment.get("late_bound", 0.01)
-    if isinstance(late_bound, str):
-        try:
-            late_bound = float(late_bound)  # -e late_bound=0.02 arrives as text
-        except ValueError:
-            pass
-    if isinstance(late_bound, str):
-        text = late_bound.strip()
-        try:
-            ok = text.endswith("s") and float(text[:-2] if text.endswith("ms") else text[:-1]) > 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ExperimentError("experiment.late_bound: %r; give a share of the predicted step (0.01 = 1%%) or a "
-                                  "duration (5ms, 0.2s)" % (late_bound,))
-    elif isinstance(late_bound, bool) or not isinstance(late_bound, (int, float)) or not 0 < late_bound <= 1:
-        raise ExperimentError("experiment.late_bound: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) "
-                              "or a duration (5ms)" % (late_bound,))
+    try:
+        late_bound = parse_late_bound(experiment.get("late_bound"), "experiment.late_bound")
+    except BarrierInputError as exc:
+        raise ExperimentError(str(exc)) from None
     control_port = experiment.get("control_port", port - 1)
     if isinstance(control_port, bool) or not isinstance(control_port, int) or not 1024 <= control_port <= 65535:
         raise ExperimentError("experiment.control_port: %r; give a port from 1024 to 65535" % (control_port,))
@@ -190,40 +181,57 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     def host_entry(host):
         if host not in hosts:
             hv = hostvars.get(host) or {}
-            hosts[host] = {"servers": [], "clients": [], "throttle": None, "address": _address(hostvars, host),
-                           "netns": _netns(hostvars, host),
+            hosts[host] = {"throttle": None, "address": _address(hostvars, host), "netns": _netns(hostvars, host),
                            "interface": str(hv.get("experiment_interface") or hv.get("lab_interface") or interface),
                            "rdma_device": (hv.get("lab_rdma_device") or rdma_device or None)
                            if engine == "perftest" else None}
         return hosts[host]
 
-    bottlenecks = {}
-    sent = {}
-    for src, dst in pairs:
-        sent.setdefault(src, []).append(dst)
-    for src, dst in pairs:
-        link = "%s->%s" % (switch if pattern in NEEDS_SINK else src, dst)
-        bottlenecks[dst] = link
-        path = [{"link": link, "rate": format_rate(line)}]
+    def link(src, dst):
+        """A flow's path: out of its host's switch port, into its destination's, each at the line rate, and the
+        sender's throttle."""
+        path = [{"link": "%s->%s" % (src, switch), "rate": format_rate(line)},
+                {"link": "%s->%s" % (switch, dst), "rate": format_rate(line)}]
         if src in throttles:
-            path.append({"link": "%s egress" % src, "rate": format_rate(throttles[src])})
-        server = next((s for s in host_entry(dst)["servers"]), None)
-        if server is None:
-            server = {"port": port, "expected_clients": 0, "address": host_entry(dst)["address"]}
-            host_entry(dst)["servers"].append(server)
-        # a tcp server counts connections (a flow's streams); a perftest server runs one process per client, on
-        # port, port + 1, ...
-        first = server["expected_clients"]
-        server["expected_clients"] += streams if engine == "tcp" else 1
-        # a host that sends one flow names it after itself (the seed's report); several flows, after their peers
-        flow_id = src if len(sent[src]) == 1 else "%s->%s" % (src, dst)
-        host_entry(src)["clients"].append({
-            "flow_id": flow_id,
-            "address": host_entry(dst)["address"],
-            "port": server["port"] + (first if engine == "perftest" else 0),
-            "volume": volume,
-            "streams": streams,
-            "path": path,  # the links it crosses, with their rates: the report's fair-share prediction reads them
+            # marked, so that the report can predict the same step without it (what the straggler cost)
+            path.append({"link": "%s egress" % src, "rate": format_rate(throttles[src]), "throttle": True})
+        return path
+
+    plan_rounds = []
+    for flows in planned_rounds:
+        parts = {}  # host -> {"servers": [...], "clients": [...]}
+        sent = {}
+        for src, dst, _share in flows:
+            sent.setdefault(src, []).append(dst)
+        for src, dst, share in flows:
+            for host in (src, dst):
+                host_entry(host)
+                parts.setdefault(host, {"servers": [], "clients": []})
+            server = next(iter(parts[dst]["servers"]), None)
+            if server is None:
+                # "volume": what each of its flows carries (one share per round in every pattern)
+                server = {"port": port, "expected_clients": 0, "address": hosts[dst]["address"],
+                          "volume": max(1, int(round(volume * share)))}
+                parts[dst]["servers"].append(server)
+            # a tcp server counts connections (a flow's streams); a perftest server runs one process per client,
+            # on port, port + 1, ...
+            first = server["expected_clients"]
+            server["expected_clients"] += streams if engine == "tcp" else 1
+            # a host that sends one flow names it after itself (the seed's report); several flows, after their peers
+            flow_id = src if len(sent[src]) == 1 else "%s->%s" % (src, dst)
+            parts[src]["clients"].append({
+                "flow_id": flow_id,
+                "address": hosts[dst]["address"],
+                "port": server["port"] + (first if engine == "perftest" else 0),
+                "volume": max(1, int(round(volume * share))),
+                "streams": streams,
+                "path": link(src, dst),  # the links it crosses with their rates: the prediction reads them
+            })
+        plan_rounds.append({
+            "hosts": {h: parts[h] for h in sorted(parts)},
+            "sources": sorted(sent),
+            "expected_flows": {h: [c["flow_id"] for c in parts[h]["clients"]] for h in sorted(parts)
+                               if parts[h]["clients"]},
         })
     for host, rate in throttles.items():
         if host in hosts:
@@ -240,11 +248,20 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         raise ExperimentError("experiment.coordinator: %r is not a host of this experiment's steps (%s)"
                               % (coordinator, ", ".join(participants)))
     start_at = experiment.get("start_at")
+    bases = [name if steps == 1 else "%s-%d" % (name, i + 1) for i in range(steps)]
+    repetitions = [[base] if len(plan_rounds) == 1 else ["%s.%d" % (base, k + 1) for k in range(len(plan_rounds))]
+                   for base in bases]
     return {
         "name": name,
         "kind": kind,
         "pattern": pattern,
-        "steps": [name if steps == 1 else "%s-%d" % (name, i + 1) for i in range(steps)],
+        "steps": [step for repetition in repetitions for step in repetition],
+        # each repetition's steps (a collective's rounds, one barrier each), and which round a step runs
+        "repetitions": repetitions,
+        "step_round": {step: k for repetition in repetitions for k, step in enumerate(repetition)},
+        "rounds": plan_rounds,
+        "collective": {"name": pattern, "ranks": len(workers), "size": volume,
+                       "bus_factor": BUS_FACTOR[pattern](len(workers))} if pattern in COLLECTIVES else None,
         "volume": volume,
         "line_rate": format_rate(line),
         "mtu": mtu,
@@ -258,8 +275,6 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
             "address": hosts[coordinator]["address"],
             "port": control_port,
             "parties": participants,
-            "expected_flows": {h: [c["flow_id"] for c in e["clients"]] for h, e in sorted(hosts.items())
-                               if e["clients"]},
             "start_at": start_at,
         },
         "engine": engine,
@@ -271,8 +286,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         "interval": experiment.get("interval", 1.0),
         "hosts": hosts,
         "participants": participants,
-        "sources": sorted(h for h, e in hosts.items() if e["clients"]),
-        "destinations": sorted(h for h, e in hosts.items() if e["servers"]),
+        "sources": sorted({h for r in plan_rounds for h in r["sources"]}),
+        "destinations": sorted({h for r in plan_rounds for h, e in r["hosts"].items() if e["servers"]}),
         "throttled": sorted(h for h, e in hosts.items() if e["throttle"]),
         # Every host a namespace of the controller's machine (the netns lab): one task can start them all. Not for
         # perftest, whose RDMA device is set per host.
@@ -280,7 +295,11 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     }
 
 
-_PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")
+def round_of(the_plan, step):
+    """The round of the plan that ``step`` runs (a collective's steps run its rounds in turn)."""
+    if step not in the_plan["step_round"]:
+        raise ExperimentError("step %r is not one of this plan's steps (%s)" % (step, ", ".join(the_plan["steps"])))
+    return the_plan["rounds"][the_plan["step_round"][step]]
 
 
 def host_args(the_plan, host, step, token, throttle=None):
@@ -288,13 +307,15 @@ def host_args(the_plan, host, step, token, throttle=None):
     its counters. ``throttle``: the throttle module's result for the host (a perftest rate limit becomes the flows'
     ``rate_limit``; a tc throttle adds the interface's qdisc to the counters)."""
     entry = the_plan["hosts"][host]
+    this_round = round_of(the_plan, step)
+    part = this_round["hosts"].get(host) or {"servers": [], "clients": []}
     interface = entry["interface"]
     rdma_device = entry.get("rdma_device")
     perftest = the_plan["engine"] == "perftest"
     throttle = throttle or {}
     rate_limit = (throttle.get("flow_args") or {}).get("rate_limit")
     clients = []
-    for client in entry["clients"]:
+    for client in part["clients"]:
         out = {key: client[key] for key in ("flow_id", "address", "port", "volume", "streams")}
         if perftest:
             out["source"] = entry["address"]  # perftest finds its GID from it
@@ -302,11 +323,12 @@ def host_args(the_plan, host, step, token, throttle=None):
                 out["rate_limit"] = rate_limit
         clients.append(out)
     servers = []
-    for server in entry["servers"]:
-        out = dict(server)
-        out["volume" if perftest else "max_bytes"] = the_plan["volume"] if perftest else the_plan["volume"] * 2
+    for server in part["servers"]:
+        out = {key: server[key] for key in ("port", "expected_clients", "address")}
+        # perftest: each server process receives one flow's volume; tcp: a ceiling on what a connection may send
+        out["volume" if perftest else "max_bytes"] = server["volume"] if perftest else server["volume"] * 2
         servers.append(out)
-    rendezvous = dict(the_plan["rendezvous"])
+    rendezvous = dict(the_plan["rendezvous"], expected_flows=this_round["expected_flows"])
     if host != rendezvous["host"]:
         # only the coordinating host needs every host and every flow (32 hosts would otherwise get 32x32 entries)
         for key in ("parties", "expected_flows"):

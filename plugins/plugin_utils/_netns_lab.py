@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.aifabric.lab.plugins.module_utils._tc import ifb_name_for
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
 
 __all__ = ["LabError", "lab_hosts", "port_name"]
@@ -33,7 +34,7 @@ def lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_gro
         raise LabError("the inventory has no host in group %r; the lab needs a sink" % sinks_group)
     if not workers:
         raise LabError("the inventory has no host in group %r; the lab needs workers" % workers_group)
-    out, ports = [], {}
+    out, ports, ifbs = [], {}, {}
     for host in sinks + workers:
         try:
             ip = lab_address(hostvars, host, network)
@@ -44,5 +45,10 @@ def lab_hosts(groups, hostvars, prefix="afl-", subnet="198.18.0.0/24", sinks_gro
             raise LabError("hosts %s and %s share the port name %s (first 13 characters); rename one" % (
                 ports[port], host, port))
         ports[port] = host
+        ifb = ifb_name_for(port)  # what the port's ingress shaper redirects to (tc_shape's default name)
+        if ifb in ifbs:
+            raise LabError("hosts %s and %s share the ifb device name %s (first 9 characters); rename one" % (
+                ifbs[ifb], host, ifb))
+        ifbs[ifb] = host
         out.append({"namespace": prefix + host, "port": port, "address": "%s/%d" % (ip, network.prefixlen)})
     return out

@@ -68,10 +68,7 @@ class RunDirectory:
         write_json(os.path.join(self.path, "starts", _safe(step) + ".json"), dict(start, step=step))
 
     def write_report(self, report):
-        write_text(os.path.join(self.path, "report.json"), report_json(report))
-        text = render_text(report)
-        write_text(os.path.join(self.path, "report.txt"), text)
-        return text
+        return write_report(self.path, report)
 
 
 def build_report(run):
@@ -88,11 +85,99 @@ def build_report(run):
             report["baseline_gbps"] = baseline
         report["steps"].append(out)
     report["status"] = "ok" if all(s["status"] == "ok" for s in report["steps"]) else "failed"
+    summaries = [summarize_experiment(e, report["steps"]) for e in run.experiments]
+    report["experiments"] = [e for e in summaries if e]
     return report
+
+
+def _percentiles(values):
+    if not values:
+        return None
+    out = {}
+    for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+        out[name] = round(_percentile(values, q), 6)
+    out.update(min=round(min(values), 6), max=round(max(values), 6), mean=round(sum(values) / len(values), 6))
+    return out
+
+
+def _percentile(values, q):
+    ordered = sorted(values)
+    rank = q * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def summarize_experiment(experiment, steps):
+    """An experiment's steps together: the step times' distribution, which host held how many steps back, each
+    host's idle worker-seconds, the steps as a series; a collective's time (its rounds in turn), algbw and busbw
+    (nccl-tests' factors) and what the straggler cost. A failed step is counted and named, and left out of the
+    figures that need its time (never silently: ``failed_steps``)."""
+    by_name = {s["step"]: s for s in steps}
+    names = [n for n in experiment.get("steps") or [] if n in by_name]
+    if not names:
+        return None
+    ok = [by_name[n] for n in names if by_name[n]["status"] == "ok"]
+    frequency, idle = {}, {}
+    for s in ok:
+        frequency[s["straggler"]["host"]] = frequency.get(s["straggler"]["host"], 0) + 1
+        for w in s["workers"]:
+            idle[w["host"]] = round(idle.get(w["host"], 0.0) + (w.get("idle_s") or 0.0), 6)
+    out = {
+        "name": experiment.get("name"),
+        "pattern": experiment.get("pattern"),
+        "steps": len(names),
+        "steps_ok": len(ok),
+        "failed_steps": [{"step": n, "cause": by_name[n]["verdict"]} for n in names if by_name[n]["status"] != "ok"],
+        "step_s": _percentiles([s["step_s"] for s in ok]),
+        "straggler_frequency": dict(sorted(frequency.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "idle_worker_seconds": dict(sorted(idle.items())),
+        "series": [{"step": n, "status": by_name[n]["status"], "step_s": by_name[n].get("step_s"),
+                    "predicted_step_s": by_name[n].get("predicted_step_s"),
+                    "straggler": (by_name[n].get("straggler") or {}).get("host")} for n in names],
+    }
+    collective = experiment.get("collective")
+    if collective:
+        out["collective"] = _collective(collective, experiment, by_name)
+    return out
+
+
+def _collective(collective, experiment, by_name):
+    """Each repetition of a collective: its rounds' step times added (each round a barrier; the time between rounds,
+    when Ansible starts the next, is not counted), algbw = size / time, busbw = algbw x nccl-tests' factor, and
+    the straggler's cost against the same collective predicted without the throttles."""
+    reps = []
+    for i, names in enumerate(experiment.get("repetitions") or [], 1):
+        rounds = [by_name.get(n) for n in names]
+        ok = all(r is not None and r["status"] == "ok" for r in rounds)
+        rep = {"repetition": i, "rounds": names, "status": "ok" if ok else "failed", "time_s": None}
+        if ok:
+            time_s = sum(r["step_s"] for r in rounds)
+            rep["time_s"] = round(time_s, 6)
+            rep["algbw_GBps"] = round(collective["size"] / time_s / 1e9, 6)
+            rep["busbw_GBps"] = round(rep["algbw_GBps"] * collective["bus_factor"], 6)
+            if all(r.get("predicted_step_s") for r in rounds):
+                rep["predicted_s"] = round(sum(r["predicted_step_s"] for r in rounds), 6)
+            if all(r.get("predicted_unthrottled_step_s") for r in rounds):
+                rep["predicted_unthrottled_s"] = round(sum(r["predicted_unthrottled_step_s"] for r in rounds), 6)
+                rep["straggler_cost_s"] = round(time_s - rep["predicted_unthrottled_s"], 6)
+                rep["straggler_cost_share"] = round(rep["straggler_cost_s"] / time_s, 6)
+            rep["idle_share_per_round"] = [round(sum(w.get("idle_share") or 0 for w in r["workers"])
+                                                 / max(1, len(r["workers"])), 6) for r in rounds]
+        reps.append(rep)
+    done = [r for r in reps if r["status"] == "ok"]
+    return dict(collective, repetitions=reps, time_s=_percentiles([r["time_s"] for r in done]),
+                busbw_GBps=_percentiles([r["busbw_GBps"] for r in done]))
 
 
 _TEXT = """\
 {% for s in report.steps %}
+{% if s.step in brief %}
+--- step '{{ s.step }}': {{ '%.3f' % s.step_s }} s (predicted {{ ('%.3f' % s.predicted_step_s) if s.predicted_step_s \
+is defined else '-' }}), straggler {{ s.straggler.host }}\
+{{ (', unthrottled idle %.0f%%' % (s.unthrottled_idle_share * 100)) if s.unthrottled_idle_share is not none else '' }}\
+{{ ('; counters: %s' % s.counters.verdict) if s.counters is defined else '' }}
+{% else %}
 === {{ s.kind }} step '{{ s.step }}': {{ s.workers_completed }}/{{ s.workers_expected }} flows complete\
 {{ (', bottleneck %s' % s.bottleneck) if s.bottleneck else '' }}
 {% if s.kind == 'baseline' and s.status == 'ok' %}
@@ -162,6 +247,39 @@ _TEXT = """\
 {% endfor %}
 {% endif %}
 {% endif %}
+{% endif %}
+{% endfor %}
+{% for e in report.experiments | default([]) if e.steps > 1 or e.collective is defined %}
+=== {{ 'collective' if e.collective is defined else 'experiment' }} '{{ e.name }}' ({{ e.pattern }}): \
+{{ e.steps_ok }}/{{ e.steps }} steps ok
+{% if e.step_s %}
+  step time              p50 {{ '%.3f' % e.step_s.p50 }} s, p90 {{ '%.3f' % e.step_s.p90 }} s, p99 \
+{{ '%.3f' % e.step_s.p99 }} s, max {{ '%.3f' % e.step_s.max }} s (over {{ e.steps_ok }} steps)
+  stragglers             {% for host, n in e.straggler_frequency.items() %}{{ host }} held {{ n }} of {{ e.steps_ok }}\
+{{ '' if loop.last else ', ' }}{% endfor %}
+
+  idle worker-seconds    {% for host, t in e.idle_worker_seconds.items() %}{{ host }} {{ '%.2f' % t }}\
+{{ '' if loop.last else ', ' }}{% endfor %}
+
+{% endif %}
+{% for f in e.failed_steps %}
+  ! step {{ f.step }} failed (counted, not in the figures): {{ f.cause }}
+{% endfor %}
+{% if e.collective is defined %}
+{% set c = e.collective %}
+  collective             {{ c.name }}, {{ c.ranks }} ranks, {{ '%.3f' % (c.size / 1e9) }} GB, {{ c.repetitions[0].rounds \
+| length }} rounds (each a barrier; busbw = algbw x {{ '%.3f' % c.bus_factor }}, as nccl-tests)
+{% for r in c.repetitions %}
+{% if r.status == 'ok' %}
+  repetition {{ '%-11d' % r.repetition }} {{ '%.3f' % r.time_s }} s{{ (' (predicted %.3f s' % r.predicted_s) if \
+r.predicted_s is defined else ' (' }}{{ ('; without the throttle %.3f s: the straggler cost %.3f s = %.0f%%)' % \
+(r.predicted_unthrottled_s, r.straggler_cost_s, r.straggler_cost_share * 100)) if r.straggler_cost_s is defined \
+else ')' }}; algbw {{ '%.3f' % r.algbw_GBps }} GB/s, busbw {{ '%.3f' % r.busbw_GBps }} GB/s
+{% else %}
+  repetition {{ '%-11d' % r.repetition }} FAILED (a round failed)
+{% endif %}
+{% endfor %}
+{% endif %}
 {% endfor %}
 """
 
@@ -171,7 +289,19 @@ _TEMPLATE = _ENV.from_string(_TEXT)
 
 
 def render_text(report):
-    return _TEMPLATE.render(report=report)
+    return _TEMPLATE.render(report=report, brief=_brief_steps(report))
+
+
+def _brief_steps(report):
+    """Steps printed on one line: an experiment's repeated steps after its first (the summary follows), unless
+    they failed."""
+    brief = set()
+    ok = {s["step"] for s in report["steps"] if s["status"] == "ok"}
+    for e in report.get("experiments") or []:
+        names = [x["step"] for x in e.get("series") or []]
+        if len(names) > 1:
+            brief.update(n for n in names[1:] if n in ok)
+    return brief
 
 
 def analyze_run(path):
@@ -185,10 +315,15 @@ def report_json(report):
     return json.dumps(report, indent=1, sort_keys=True)
 
 
-def render_run(path):
-    """Rebuild report.json and report.txt of a run directory from its files; return the text."""
-    report = analyze_run(path)
-    text = render_text(report)
+def write_report(path, report):
+    """report.json and report.txt of the run directory at ``path`` (every format the report is written in); returns
+    the text."""
     write_text(os.path.join(path, "report.json"), report_json(report))
+    text = render_text(report)
     write_text(os.path.join(path, "report.txt"), text)
     return text
+
+
+def render_run(path):
+    """Rebuild report.json and report.txt of a run directory from its files; return the text."""
+    return write_report(path, analyze_run(path))

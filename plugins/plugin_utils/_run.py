@@ -38,7 +38,7 @@ class PlannedFlow:
     path: list = field(default_factory=list)  # [{"link": name, "rate": "8gbit"}, ...]
     mtu: int | None = None
     throttle: str | None = None  # the rate its host is throttled to
-    throttle_mechanism: str | None = None  # "worker3: tc htb on eth0 egress": what the throttle module applied
+    throttle_mechanism: str | None = None  # "worker3: tc htb on eth0's egress": what the throttle module applied
     goodput_factor: float | None = None  # payload share of the wire, when the plan knows it (perftest over RoCE)
 
     def as_dict(self):
@@ -166,21 +166,29 @@ class Run:
 
 
 def step_plans(plan, applied=None):
-    """``{step name: StepPlan}`` for the steps of one experiment's plan (``_experiment.plan``'s result).
-    ``applied``: host -> the throttle module's description of what it applied ("tc htb on eth0 egress")."""
+    """``{step name: StepPlan}`` for the steps of one experiment's plan (``_experiment.plan``'s result): each step
+    the round it runs. ``applied``: host -> the throttle module's description of what it applied ("tc htb on eth0's
+    egress")."""
     applied = applied or {}
-    flows = {}
-    for host, entry in sorted((plan.get("hosts") or {}).items()):
-        how = applied.get(host)
-        for client in entry.get("clients") or []:
-            flows[(host, client["flow_id"])] = PlannedFlow(
-                path=client.get("path") or [], mtu=plan.get("mtu"), throttle=entry.get("throttle"),
-                throttle_mechanism="%s: %s" % (host, how) if how and entry.get("throttle") else None,
-                goodput_factor=plan.get("goodput_factor"))
-    one = StepPlan(kind=plan.get("kind") or "barrier", pattern=plan.get("pattern"), engine=plan.get("engine"),
-                   bottleneck=plan.get("line_rate"), expected_workers=list(plan.get("sources") or []),
-                   late_bound=plan.get("late_bound"), flows=flows)
-    return {name: one for name in plan.get("steps") or []}
+    hosts = plan.get("hosts") or {}
+    by_round = []
+    for this_round in plan.get("rounds") or []:
+        flows = {}
+        for host, part in sorted(this_round["hosts"].items()):
+            throttle = hosts.get(host, {}).get("throttle")
+            how = applied.get(host)
+            for client in part.get("clients") or []:
+                flows[(host, client["flow_id"])] = PlannedFlow(
+                    path=client.get("path") or [], mtu=plan.get("mtu"), throttle=throttle,
+                    throttle_mechanism="%s: %s" % (host, how) if how and throttle else None,
+                    goodput_factor=plan.get("goodput_factor"))
+        # one link that every flow of the step shares: the sink's port of an incast (other patterns have none)
+        bottleneck = plan.get("line_rate") if plan.get("pattern", "incast") == "incast" else None
+        by_round.append(StepPlan(kind=plan.get("kind") or "barrier", pattern=plan.get("pattern"),
+                                 engine=plan.get("engine"), bottleneck=bottleneck,
+                                 expected_workers=list(this_round.get("sources") or []),
+                                 late_bound=plan.get("late_bound"), flows=flows))
+    return {step: by_round[k] for step, k in (plan.get("step_round") or {}).items()}
 
 
 def read_plan(path):

@@ -19,8 +19,10 @@ from __future__ import annotations
 import abc
 import ipaddress
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
+
+from .perftest_cli import PerftestOptions
 
 __all__ = ["FlowSpec", "FlowEngine", "ClientFlow", "FlowError", "PerftestOptions", "refuse_if_late", "send",
            "check_address", "parse_instant"]
@@ -28,27 +30,6 @@ __all__ = ["FlowSpec", "FlowEngine", "ClientFlow", "FlowError", "PerftestOptions
 
 class FlowError(Exception):
     """Bad input for an engine; the message names the parameter and the fix."""
-
-
-@dataclass
-class PerftestOptions:
-    """The perftest engine's options, with their defaults in this one place (the flow modules' argument specs take
-    theirs from here)."""
-
-    tool: str = "ib_write_bw"
-    device: str | None = None
-    ib_port: int = 1
-    gid_index: int | None = None
-    msg_size: int = 65536
-    qps: int = 1
-    rdma_cm: bool = False
-    rate_limit_gbps: float | None = None
-
-    @classmethod
-    def from_params(cls, params):
-        """From module parameters (None means the default)."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (params or {}).items() if k in known and v is not None})
 
 
 def parse_instant(value, name="start_at"):
@@ -156,6 +137,10 @@ class FlowEngine(abc.ABC):
     @abc.abstractmethod
     def stop(self, spec: FlowSpec) -> dict:
         """Ask a running server of this run (same token) at ``spec.address:spec.port`` to end now."""
+
+    def send(self, spec: FlowSpec) -> dict:
+        """One client flow in fixed-instant mode (the plain ``flow`` module): arm, then fire at ``spec.start_at``."""
+        return send(self, spec)
 
 
 def refuse_if_late(result, spec, start, at):

@@ -14,17 +14,19 @@ from .._units import UnitError, parse_rate, parse_size
 from . import server as _flow_server
 from .engine import FlowError, FlowSpec, PerftestOptions, engine_class, parse_instant
 from .engine import check_address as _check_address
+from .perftest_cli import TOOLS
 from .state import DEFAULT_STATE_DIR
 
+_PERFTEST = PerftestOptions()
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
-    tool=dict(type="str", default="ib_write_bw", choices=["ib_write_bw", "ib_read_bw", "ib_send_bw"]),
+    tool=dict(type="str", default=_PERFTEST.tool, choices=list(TOOLS)),
     device=dict(type="str"),
-    ib_port=dict(type="int", default=1),
+    ib_port=dict(type="int", default=_PERFTEST.ib_port),
     gid_index=dict(type="int"),
-    msg_size=dict(type="int", default=65536),
-    qps=dict(type="int", default=1),
-    rdma_cm=dict(type="bool", default=False),
+    msg_size=dict(type="int", default=_PERFTEST.msg_size),
+    qps=dict(type="int", default=_PERFTEST.qps),
+    rdma_cm=dict(type="bool", default=_PERFTEST.rdma_cm),
     rate_limit=dict(type="str"),
     role=dict(type="str", required=True, choices=["server", "client"]),
     state=dict(type="str", default="started", choices=["started", "stopped"]),

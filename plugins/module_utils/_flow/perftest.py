@@ -9,7 +9,7 @@ elapsed time, so completion is timed on the host: from the start instant to the 
 last completion arrived), which includes perftest's own connection set-up (milliseconds on hardware). perftest's own
 average is kept beside it. A perftest that fails or hangs ends at the flow's timeout, with its output kept.
 
-Commands are argument lists built from validated values (``_perftest.build_argv``); no shell is involved.
+Commands are argument lists built from validated values (``perftest_cli.build_argv``); no shell is involved.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import time
 from dataclasses import replace
 
 from .. import _rdma_sysfs as _rdma
-from .._perftest import PerftestError, build_argv, find_gid_index, parse_text
 from .clock import set_normal, sleep_until
-from .engine import ClientFlow, FlowEngine, FlowError, PerftestOptions, refuse_if_late, send
+from .engine import ClientFlow, FlowEngine, FlowError, PerftestOptions, refuse_if_late
+from .perftest_cli import PerftestError, build_argv, find_gid_index, parse_text
 
 
 def _exit_text(code):
@@ -233,10 +233,6 @@ class PerftestEngine(FlowEngine):
 
     def client(self, spec):
         return PerftestClient(spec)
-
-    def send(self, spec):
-        """One flow in fixed-instant mode (the plain ``flow`` module): arm, then fire at ``spec.start_at``."""
-        return send(self, spec)
 
     def listen(self, spec):
         """Checks before a background server is started (so that a missing tool or device fails the task)."""

@@ -132,7 +132,7 @@ class Coordinator:
     """Arms, probes, fires and collects one step. ``run()`` returns the step's record (also when it failed)."""
 
     def __init__(self, listener, run_id, parties, arm_deadline, timeout, start_at=None, grace=30.0,
-                 clock=time.time, wait_for_controller=False):
+                 clock=time.time, wait_for_controller=True):
         self.listener = listener
         self.run_id = run_id
         self.expected = list(parties)

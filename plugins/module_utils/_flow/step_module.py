@@ -12,6 +12,7 @@ from .. import _units
 from . import step as _step
 from .engine import FlowError, FlowSpec, PerftestOptions, parse_instant
 from .engine import check_address as _check_address
+from .perftest_cli import TOOLS
 from .state import DEFAULT_STATE_DIR
 
 _PERFTEST = PerftestOptions()
@@ -48,7 +49,7 @@ ARGUMENT_SPEC = dict(
     step=dict(type="str"),
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
     perftest=dict(type="dict", default={}, options=dict(
-        tool=dict(type="str", default=_PERFTEST.tool, choices=["ib_write_bw", "ib_read_bw", "ib_send_bw"]),
+        tool=dict(type="str", default=_PERFTEST.tool, choices=list(TOOLS)),
         device=dict(type="str"),
         ib_port=dict(type="int", default=_PERFTEST.ib_port),
         gid_index=dict(type="int"),

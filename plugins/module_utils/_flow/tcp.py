@@ -27,7 +27,7 @@ import threading
 import time
 
 from .clock import realtime, sleep_until
-from .engine import ClientFlow, FlowEngine, FlowSpec, refuse_if_late, send
+from .engine import ClientFlow, FlowEngine, FlowSpec, refuse_if_late
 
 MAGIC_HELLO = b"AFL1"
 MAGIC_STOP = b"AFLS"
@@ -353,10 +353,6 @@ class TcpEngine(FlowEngine):
 
     def client(self, spec: FlowSpec) -> TcpClient:
         return TcpClient(spec)
-
-    def send(self, spec: FlowSpec) -> dict:
-        """One flow in fixed-instant mode (the plain ``flow`` module): arm, then fire at ``spec.start_at``."""
-        return send(self, spec)
 
     # ------------------------------------------------------------------ server
     def ready(self, spec, listener=None):

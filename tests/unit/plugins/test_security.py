@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 
@@ -17,7 +18,7 @@ PLUGINS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "plugins")
 # The one place that builds a command line: the connection plugin's `ip netns exec NAME sh -c CMD`, every part
 # shlex-quoted (tests/unit/plugins/connection/test_netns.py checks the quoting).
 REVIEWED = {os.path.join("connection", "netns.py")}
-# The one engine whose job is to run a tool: perftest, from an argument list built by _perftest.build_argv.
+# The one engine whose job is to run a tool: perftest, from an argument list built by _flow/perftest_cli.build_argv.
 RUNS_TOOLS = {os.path.join("module_utils", "_flow", "perftest.py")}
 FORBIDDEN_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "Popen"), ("subprocess", "run"),
                    ("subprocess", "call"), ("subprocess", "check_call"), ("subprocess", "check_output"),
@@ -78,6 +79,10 @@ def test_hostile_flow_ids_and_tokens_stay_data(tmp_path):
     marker = tmp_path / "pwned"
     hostile = "$(touch %s); `touch %s`; ../../etc/passwd" % (marker, marker)
     token = "'; rm -rf / #"
+    # the control: through a shell, this id does run a command (so its absence below means something)
+    subprocess.run(["sh", "-c", "echo %s > /dev/null" % hostile], check=False)
+    assert marker.exists()
+    marker.unlink()
     out = {}
     server = threading.Thread(target=lambda: out.update(TcpEngine().serve(
         FlowSpec(role="server", address="127.0.0.1", port=port, token=token, timeout=10))), daemon=True)

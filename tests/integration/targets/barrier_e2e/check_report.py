@@ -62,7 +62,8 @@ bplan = plan["steps"]["barrier"]
 assert bplan["expected_workers"] == ["worker1", "worker2", "worker3"] and bplan["bottleneck"] == "8gbit", bplan
 w3 = next(f for f in bplan["flows"] if f["host"] == "worker3")
 assert w3["throttle"] == "2gbit" and w3["mtu"] == 9000 and w3["throttle_mechanism"].startswith("worker3: tc htb"), w3
-assert w3["path"] == [{"link": "switch->sink", "rate": "8gbit"}, {"link": "worker3 egress", "rate": "2gbit"}], w3
+assert w3["path"] == [{"link": "worker3->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"},
+                      {"link": "worker3 egress", "rate": "2gbit", "throttle": True}], w3
 assert plan["steps"]["elephant"]["kind"] == "baseline"
 assert set(plan["lab"]["hosts"]) >= {"sink", "worker1", "worker2", "worker3"}, plan["lab"]
 assert plan["lab"]["hosts"]["worker3"]["kernel"] == os.uname().release, plan["lab"]

@@ -116,7 +116,8 @@ def test_a_collected_step_becomes_plan_flows_counters_start_and_a_report(callbac
     assert saved["steps"]["barrier"]["flows"][1] == {
         "host": "w2", "flow_id": "w2", "mtu": 9000, "throttle": "2gbit", "goodput_factor": None,
         "throttle_mechanism": "w2: tc htb on eth0's egress",
-        "path": [{"link": "switch->sink", "rate": "8gbit"}, {"link": "w2 egress", "rate": "2gbit"}]}
+        "path": [{"link": "w2->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"},
+                 {"link": "w2 egress", "rate": "2gbit", "throttle": True}]}
     assert saved["experiments"][0]["applied_throttles"] == {"w2": "tc htb on eth0's egress"}
     assert saved["lab"]["hosts"] == {"w1": {"kernel": "6.1.0-test"}} and saved["lab"]["controller"]["ansible_core"]
     assert os.listdir(os.path.join(path, "counters", "barrier")) == ["w1.json"]

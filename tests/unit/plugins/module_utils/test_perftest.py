@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.module_utils._perftest import (
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.perftest_cli import (
     PerftestError,
     build_argv,
     find_gid_index,

@@ -23,6 +23,7 @@ def coordinator(parties, arm_timeout=10.0, **kw):
     listener.listen(16)
     port = listener.getsockname()[1]
     out = {}
+    kw.setdefault("wait_for_controller", False)  # no controller collects in these tests
     coord = Coordinator(listener, "run1", parties, time.time() + arm_timeout, timeout=5.0, grace=2.0, **kw)
     thread = threading.Thread(target=lambda: out.update(record=coord.run()), daemon=True)
     thread.start()

@@ -26,7 +26,8 @@ def p(**kw):
 
 def test_htb_default_burst_is_a_millisecond():
     shaper = desired_shaper(p(), mtu=9000)
-    assert shaper == {"qdisc": "htb", "rate": 8 * 10**9, "burst": 10**6, "fair_share_sources": []}
+    assert shaper == {"qdisc": "htb", "rate": 8 * 10**9, "burst": 10**6, "fair_share_sources": [],
+                      "fair_share_destinations": []}
     assert default_burst(1000, 1500) == 2 * 1514  # below 1 Mb/s: two frames
     assert default_burst(24 * 10**6, 1500) == 10 * 1514  # Mb/s rates: ten frames
 
@@ -69,15 +70,31 @@ def test_u32_keys_round_trip_through_both_decodings():
     fixed = {"keys": [{"key_mask": 0xFFFFFFFF, "key_val": 0xC612000B, "key_off": 12, "key_offmask": 0}]}
     for sel in (buggy, fixed):
         assert decode_u32_keys(sel) == [(0xC612000B, 0xFFFFFFFF, 12)]
-        assert _network_from_keys(ETH_P_IP, decode_u32_keys(sel)) == "198.18.0.11/32"
+        assert _network_from_keys(ETH_P_IP, decode_u32_keys(sel)) == ("fair_share_sources", "198.18.0.11/32")
 
 
 def test_ipv6_source_keys():
     proto, keys = _u32_key("2001:db8::1/128")
     assert proto == ETH_P_IPV6 and len(keys) == 4
     parsed = [(int(k.split("/")[0], 16), int(k.split("/")[1].split("+")[0], 16), int(k.split("+")[1])) for k in keys]
-    assert _network_from_keys(ETH_P_IPV6, parsed) == "2001:db8::1/128"
+    assert _network_from_keys(ETH_P_IPV6, parsed) == ("fair_share_sources", "2001:db8::1/128")
     assert socket.ntohs(socket.htons(ETH_P_IPV6)) == ETH_P_IPV6
+
+
+def test_destination_keys_match_the_destination_and_read_back_as_destinations():
+    """A sender's port shared by destination: IPv4 destination at offset 16 of the IP header, IPv6 at 24..36."""
+    proto, keys = _u32_key("198.18.0.12", "fair_share_destinations")
+    assert proto == ETH_P_IP and keys == ["0xc612000c/0xffffffff+16"]
+    read = _network_from_keys(ETH_P_IP, [(0xC612000C, 0xFFFFFFFF, 16)])
+    assert read == ("fair_share_destinations", "198.18.0.12/32")
+    proto, keys = _u32_key("2001:db8::2/128", "fair_share_destinations")
+    assert [int(k.split("+")[1]) for k in keys] == [24, 28, 32, 36]
+    parsed = [(int(k.split("/")[0], 16), int(k.split("/")[1].split("+")[0], 16), int(k.split("+")[1])) for k in keys]
+    assert _network_from_keys(ETH_P_IPV6, parsed) == ("fair_share_destinations", "2001:db8::2/128")
+    shaper = desired_shaper(p(fair_share_destinations=["198.18.0.12", "198.18.0.13"]))
+    assert shaper["fair_share_destinations"] == ["198.18.0.12/32", "198.18.0.13/32"]
+    with pytest.raises(ShapeError, match="give one"):
+        desired_shaper(p(fair_share_sources=["198.18.0.11"], fair_share_destinations=["198.18.0.12"]))
 
 
 def test_same_shaper_tolerates_tick_rounding_of_the_burst():

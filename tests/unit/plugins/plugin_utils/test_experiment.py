@@ -18,20 +18,24 @@ def test_incast_plan_of_the_seed():
     p = plan({"name": "barrier", "volume": "2GB", "throttles": {"worker3": "2gbit"}}, GROUPS, HOSTVARS)
     assert p["participants"] == ["sink", "worker1", "worker2", "worker3"]
     assert p["sources"] == ["worker1", "worker2", "worker3"] and p["destinations"] == ["sink"]
-    assert p["hosts"]["sink"]["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1"}]
-    w3 = p["hosts"]["worker3"]["clients"][0]
+    servers = p["rounds"][0]["hosts"]["sink"]["servers"]
+    assert servers == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1", "volume": 2 * 10**9}]
+    w3 = p["rounds"][0]["hosts"]["worker3"]["clients"][0]
     assert w3["address"] == "198.18.0.1" and w3["volume"] == 2 * 10**9
-    assert w3["path"] == [{"link": "switch->sink", "rate": "8gbit"}, {"link": "worker3 egress", "rate": "2gbit"}]
-    assert p["hosts"]["worker1"]["clients"][0]["path"] == [{"link": "switch->sink", "rate": "8gbit"}]
+    # out of the sender's switch port and into the sink's, each at the line rate, and the sender's throttle
+    assert w3["path"] == [{"link": "worker3->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"},
+                          {"link": "worker3 egress", "rate": "2gbit", "throttle": True}]
+    assert p["rounds"][0]["hosts"]["worker1"]["clients"][0]["path"] == [
+        {"link": "worker1->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"}]
     assert p["hosts"]["worker3"]["throttle"] == "2gbit" and p["hosts"]["worker1"]["throttle"] is None
     assert p["throttled"] == ["worker3"]
     assert p["steps"] == ["barrier"]
     assert p["hosts"]["worker3"]["address"] == "198.18.0.13"
     # the sink coordinates the rendezvous of every host of the step, on the port below the flows'
     assert p["rendezvous"] == {"host": "sink", "address": "198.18.0.1", "port": 18599,
-                               "parties": ["sink", "worker1", "worker2", "worker3"],
-                               "expected_flows": {"worker1": ["worker1"], "worker2": ["worker2"],
-                                                  "worker3": ["worker3"]}, "start_at": None}
+                               "parties": ["sink", "worker1", "worker2", "worker3"], "start_at": None}
+    assert p["rounds"][0]["expected_flows"] == {"worker1": ["worker1"], "worker2": ["worker2"], "worker3": ["worker3"]}
+    assert p["step_round"] == {"barrier": 0} and p["collective"] is None
     assert p["arm_timeout"] == 60 and p["late_bound"] == 0.01 and p["strict_start"] is False
     assert w3["streams"] == 1 and "annotations" not in w3  # the plan's facts reach the report through plan.json
 
@@ -40,7 +44,7 @@ def test_first_n_workers_and_repeated_steps():
     p = plan({"name": "b", "workers": 2, "steps": 3}, GROUPS, HOSTVARS)
     assert p["sources"] == ["worker1", "worker2"]
     assert p["steps"] == ["b-1", "b-2", "b-3"]
-    assert p["hosts"]["sink"]["servers"][0]["expected_clients"] == 2
+    assert p["rounds"][0]["hosts"]["sink"]["servers"][0]["expected_clients"] == 2
 
 
 @pytest.mark.parametrize(
@@ -66,6 +70,7 @@ def test_first_n_workers_and_repeated_steps():
         ({"coordinator": "nobody"}, GROUPS, "experiment.coordinator: 'nobody' is not a host"),
         ({"control_port": 80}, GROUPS, "experiment.control_port"),
         ({"volum": "1GB"}, GROUPS, "unknown field.*volum"),
+        ({"engine": "perftest", "perftest": {"msg_sise": 4096}}, GROUPS, "experiment.perftest: unknown.*msg_sise"),
         ({}, {"workers": ["worker1"]}, "no host in group 'sinks'"),
         ({}, {"sinks": ["sink"]}, "no host in group 'workers'"),
         ("barrier", GROUPS, "expected a dict"),
@@ -88,15 +93,16 @@ def test_bad_line_rate():
 
 def test_streams_count_connections_at_the_server():
     p = plan({"streams": 4}, GROUPS, HOSTVARS)
-    assert p["hosts"]["sink"]["servers"][0]["expected_clients"] == 12
-    assert all(c["streams"] == 4 for h in ("worker1", "worker2", "worker3") for c in p["hosts"][h]["clients"])
+    assert p["rounds"][0]["hosts"]["sink"]["servers"][0]["expected_clients"] == 12
+    hosts = p["rounds"][0]["hosts"]
+    assert all(c["streams"] == 4 for h in ("worker1", "worker2", "worker3") for c in hosts[h]["clients"])
 
 
 def test_ring_hosts_serve_and_send_and_the_first_host_coordinates_without_a_sink():
     p = plan({"pattern": "ring"}, {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
     assert p["rendezvous"]["host"] == "worker1"
-    assert p["hosts"]["worker1"]["clients"][0]["address"] == "198.18.0.12"
-    assert p["hosts"]["worker1"]["servers"][0]["expected_clients"] == 1
+    assert p["rounds"][0]["hosts"]["worker1"]["clients"][0]["address"] == "198.18.0.12"
+    assert p["rounds"][0]["hosts"]["worker1"]["servers"][0]["expected_clients"] == 1
 
 
 def test_host_args_fold_in_the_throttle_the_host_got():
@@ -122,11 +128,11 @@ def test_host_args_for_perftest_carry_the_device_and_the_rate_limit():
     p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS,
              rdma_device="mlx5_0")
     throttle = {"mechanism": "perftest_sw", "flow_args": {"rate_limit": "2gbit"}}
-    args = host_args(p, "worker2", "s", "t", throttle=throttle)
+    args = host_args(p, "worker2", "barrier", "t", throttle=throttle)
     assert args["perftest"] == {"tool": "ib_read_bw", "device": "mlx5_0"}
     assert args["clients"][0]["rate_limit"] == "2gbit" and args["clients"][0]["source"] == "198.18.0.12"
     assert args["clients"][0]["port"] == 18601  # one perftest server process per client
-    assert host_args(p, "sink", "s", "t")["servers"][0]["volume"] == 10**9
+    assert host_args(p, "sink", "barrier", "t")["servers"][0]["volume"] == 10**9
     assert p["goodput_factor"] == pytest.approx(1024 / (1024 + 58), abs=0.01)
 
 
@@ -187,11 +193,11 @@ def test_the_plan_gives_each_throttle_its_module_arguments_and_each_host_its_int
                                                       "rdma_device": None}
     assert "throttle_args" not in p["hosts"]["worker1"]
     # the counters are read where the throttle shapes
-    assert host_args(p, "worker3", "s", "t")["counters"]["interface"] == "data0"
+    assert host_args(p, "worker3", "barrier", "t")["counters"]["interface"] == "data0"
     rdma = plan({"engine": "perftest", "throttles": {"worker3": "2gbit"}}, GROUPS,
                 dict(hv, worker3=dict(hv["worker3"], lab_rdma_device="rxe1")), rdma_device="rxe0")
     assert rdma["hosts"]["worker3"]["throttle_args"]["rdma_device"] == "rxe1"
-    assert host_args(rdma, "worker1", "s", "t")["perftest"]["device"] == "rxe0"
+    assert host_args(rdma, "worker1", "barrier", "t")["perftest"]["device"] == "rxe0"
 
 
 def test_a_null_field_takes_its_default():
@@ -199,3 +205,18 @@ def test_a_null_field_takes_its_default():
     p = plan({"name": "b", "control_port": None, "coordinator": None, "start_at": None, "throttles": None}, GROUPS,
              HOSTVARS)
     assert p["rendezvous"]["port"] == 18599 and p["rendezvous"]["host"] == "sink" and p["throttled"] == []
+
+
+def test_the_roles_argument_spec_describes_every_field_the_plan_knows():
+    """roles/experiment/meta/argument_specs.yml and the plan's list of fields are one list (start_lead is described
+    only so that the plan can refuse it with the fix)."""
+    import os
+
+    import yaml
+    from ansible_collections.aifabric.lab.plugins.plugin_utils import _experiment
+
+    spec = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "experiment",
+                                            "meta", "argument_specs.yml")))
+    options = spec["argument_specs"]["main"]["options"]["experiment_spec"]["options"]
+    assert set(options) - {"start_lead"} == _experiment._KNOWN
+    assert set(options["perftest"]["options"]) == set(_experiment._PERFTEST_ARGS) | {"rdma_mtu"}

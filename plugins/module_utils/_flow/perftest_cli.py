@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""perftest (ib_write_bw, ib_read_bw, ib_send_bw): its command line, its output, and the GID index to use.
+"""perftest (ib_write_bw, ib_read_bw, ib_send_bw): its options (with their defaults, in this one place), its command
+line, its output, and the GID index to use.
 
 * Text output is the contract: a header row ``#bytes #iterations BW peak[U] BW average[U] MsgRate[Mpps]`` with U one
   of ``Gb/sec`` (``--report_gbits``), ``MB/sec`` (perftest 4.5, which means MiB/s: MsgRate x size = 2^20 x value) or
@@ -18,10 +19,35 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+from dataclasses import dataclass, fields
 
-from ._rdma_sysfs import gid_table
+from .._rdma_sysfs import gid_table
 
 TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
+
+
+@dataclass
+class PerftestOptions:
+    """The perftest engine's options, with their defaults in this one place: the flow modules' argument specs, the
+    command line and the experiment's plan take theirs from here."""
+
+    tool: str = "ib_write_bw"
+    device: str | None = None
+    ib_port: int = 1
+    gid_index: int | None = None
+    msg_size: int = 65536
+    qps: int = 1
+    rdma_cm: bool = False
+    rate_limit_gbps: float | None = None
+
+    @classmethod
+    def from_params(cls, params):
+        """From module parameters (None means the default)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (params or {}).items() if k in known and v is not None})
+
+
+DEFAULTS = PerftestOptions()
 _HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(Gb|MB|MiB)/sec\]\s+BW average\[(?:Gb|MB|MiB)/sec\]\s+"
                      r"MsgRate\[Mpps\]")
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
@@ -150,8 +176,9 @@ def find_gid_index(device, port, address, root="/", prefer=("RoCE v2", "IB/RoCE 
     return min(matches)[1]
 
 
-def build_argv(tool, device, ib_port=1, gid_index=None, size=65536, iterations=None, duration=None, qps=1,
-               tcp_port=18515, server=None, rdma_cm=False, report_gbits=True, rate_limit_gbps=None):
+def build_argv(tool, device, ib_port=DEFAULTS.ib_port, gid_index=None, size=DEFAULTS.msg_size, iterations=None,
+               duration=None, qps=DEFAULTS.qps, tcp_port=18515, server=None, rdma_cm=DEFAULTS.rdma_cm,
+               report_gbits=True, rate_limit_gbps=None):
     """The perftest command line as an argument list (never a shell string); every value validated."""
     if tool not in TOOLS:
         raise PerftestError("tool: %r is not one of %s" % (tool, ", ".join(TOOLS)))
