@@ -317,11 +317,11 @@ class Shaper:
         self.ipr.tc("add-class", "htb", index, ROOT_CLASS, parent=HTB_HANDLE, rate=rate_bytes, ceil=rate_bytes,
                     burst=burst, cburst=burst, quantum=QUANTUM)
         if shaper.get("ack_priority"):
-            # served first (prio 0), guaranteed 1% of the rate and allowed up to 10 times it: ACKs are about 0.5% of
-            # the data they acknowledge, so this never carries the host's own data
-            ack_rate = max(1000, rate_bytes // 100)
-            ack_ceil = min(rate_bytes * 10, 50 * 10**9)
-            self.ipr.tc("add-class", "htb", index, ACK_CLASS, parent=HTB_HANDLE, rate=ack_rate, ceil=ack_ceil,
+            # a class of its own under the qdisc (a root class: it cannot borrow, so its rate is its ceiling), at
+            # the rate itself: ACKs are 0.5-2% of the data they acknowledge, and the filter admits only IPv4 TCP
+            # packets under 128 bytes, so this class never carries the host's data
+            ack_rate = max(1000, rate_bytes)
+            self.ipr.tc("add-class", "htb", index, ACK_CLASS, parent=HTB_HANDLE, rate=ack_rate, ceil=ack_rate,
                         burst=burst, cburst=burst, quantum=QUANTUM, prio=0)
             self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=1, protocol=ETH_P_IP, target=ACK_CLASS,
                         keys=ACK_KEYS)

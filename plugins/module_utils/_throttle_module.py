@@ -33,7 +33,8 @@ def run_module(module):
         if mechanism == "tc":
             # ack_priority: the throttle slows what the host sends, not the flows it receives (their ACKs go first)
             params = dict(device=p["interface"], direction="egress", qdisc="htb", rate=rate, burst=None, latency=0.05,
-                          fair_share_sources=[], ifb_device=None, state=p["state"], ack_priority=True)
+                          fair_share_sources=[], fair_share_destinations=p.get("peers") or [], ifb_device=None,
+                          state=p["state"], ack_priority=True)
             try:
                 shaper = shape(module, ipr, params)
             except ShapeError as exc:

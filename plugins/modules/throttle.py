@@ -49,6 +49,15 @@ options:
     description: The netdev whose egress tc shapes.
     type: str
     default: eth0
+  peers:
+    description:
+      - With V(tc), the addresses the host sends to. The throttle's rate is then shared fairly between them (one htb
+        class per destination), as a NIC's arbiter shares a rate-limited VF between its queue pairs; without it the
+        host's flows share one queue, where TCP splits the rate unevenly.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
   mechanism:
     description: V(auto) chooses; V(tc), V(vf_rate) and V(perftest_sw) force one (refused where it cannot work).
     type: str
@@ -120,6 +129,7 @@ def main():
             engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
             rdma_device=dict(type="str"),
             interface=dict(type="str", default="eth0"),
+            peers=dict(type="list", elements="str", default=[]),
             mechanism=dict(type="str", default="auto", choices=["auto", "tc", "vf_rate", "perftest_sw"]),
             state=dict(type="str", default="present", choices=["present", "absent"]),
         ),

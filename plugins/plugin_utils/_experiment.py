@@ -239,7 +239,10 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
             entry["throttle"] = format_rate(rate)
             # the throttle module's arguments for this host (the role passes them on as they are)
             entry["throttle_args"] = {"rate": entry["throttle"], "engine": engine, "interface": entry["interface"],
-                                      "rdma_device": entry["rdma_device"]}
+                                      "rdma_device": entry["rdma_device"],
+                                      # tc: the rate shared fairly between the host's destinations (every round's),
+                                      # when it has several
+                                      "peers": _peers(plan_rounds, host)}
     participants = sorted(hosts)
     coordinator = experiment.get("coordinator")
     if coordinator is None:
@@ -293,6 +296,11 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         # perftest, whose RDMA device is set per host.
         "batch_start": batch and engine == "tcp" and all(hosts[h]["netns"] for h in participants),
     }
+
+
+def _peers(plan_rounds, host):
+    peers = sorted({c["address"] for r in plan_rounds for c in (r["hosts"].get(host) or {}).get("clients", [])})
+    return peers if len(peers) > 1 else []
 
 
 def round_of(the_plan, step):

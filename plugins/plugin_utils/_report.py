@@ -114,9 +114,12 @@ def summarize_experiment(experiment, steps):
     (nccl-tests' factors) and what the straggler cost. A failed step is counted and named, and left out of the
     figures that need its time (never silently: ``failed_steps``)."""
     by_name = {s["step"]: s for s in steps}
-    names = [n for n in experiment.get("steps") or [] if n in by_name]
-    if not names:
+    names = list(experiment.get("steps") or [])
+    if not any(n in by_name for n in names):
         return None
+    for n in names:
+        if n not in by_name:  # planned, but no flow of it ever reported (the play ended before it, or its record lost)
+            by_name[n] = {"step": n, "status": "missing", "verdict": "no record: the step never reported a flow"}
     ok = [by_name[n] for n in names if by_name[n]["status"] == "ok"]
     frequency, idle = {}, {}
     for s in ok:
@@ -271,14 +274,19 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
 | length }} rounds (each a barrier; busbw = algbw x {{ '%.3f' % c.bus_factor }}, as nccl-tests)
 {% for r in c.repetitions %}
 {% if r.status == 'ok' %}
-  repetition {{ '%-11d' % r.repetition }} {{ '%.3f' % r.time_s }} s{{ (' (predicted %.3f s' % r.predicted_s) if \
-r.predicted_s is defined else ' (' }}{{ ('; without the throttle %.3f s: the straggler cost %.3f s = %.0f%%)' % \
-(r.predicted_unthrottled_s, r.straggler_cost_s, r.straggler_cost_share * 100)) if r.straggler_cost_s is defined \
-else ')' }}; algbw {{ '%.3f' % r.algbw_GBps }} GB/s, busbw {{ '%.3f' % r.busbw_GBps }} GB/s
+  repetition {{ '%-11d' % r.repetition }} {{ '%.3f' % r.time_s }} s\
+{{ (' (predicted %.3f s)' % r.predicted_s) if r.predicted_s is defined else '' }}\
+{{ ('; without the throttle %.3f s: the straggler cost %.3f s = %.0f%%' % (r.predicted_unthrottled_s,
+   r.straggler_cost_s, r.straggler_cost_share * 100)) if r.straggler_cost_s is defined else '' }}\
+; algbw {{ '%.3f' % r.algbw_GBps }} GB/s, busbw {{ '%.3f' % r.busbw_GBps }} GB/s
 {% else %}
   repetition {{ '%-11d' % r.repetition }} FAILED (a round failed)
 {% endif %}
 {% endfor %}
+{% if c.repetitions | length > 1 and c.time_s %}
+  collective time        p50 {{ '%.3f' % c.time_s.p50 }} s, p99 {{ '%.3f' % c.time_s.p99 }} s, max \
+{{ '%.3f' % c.time_s.max }} s; busbw p50 {{ '%.3f' % c.busbw_GBps.p50 }} GB/s
+{% endif %}
 {% endif %}
 {% endfor %}
 """

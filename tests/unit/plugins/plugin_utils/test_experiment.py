@@ -190,7 +190,7 @@ def test_the_plan_gives_each_throttle_its_module_arguments_and_each_host_its_int
     assert {h: e["interface"] for h, e in p["hosts"].items()} == {
         "sink": "eth1", "worker1": "eth1", "worker2": "ens5", "worker3": "data0"}
     assert p["hosts"]["worker3"]["throttle_args"] == {"rate": "2gbit", "engine": "tcp", "interface": "data0",
-                                                      "rdma_device": None}
+                                                      "rdma_device": None, "peers": []}
     assert "throttle_args" not in p["hosts"]["worker1"]
     # the counters are read where the throttle shapes
     assert host_args(p, "worker3", "barrier", "t")["counters"]["interface"] == "data0"

@@ -122,8 +122,8 @@ def test_collectives_are_rounds_of_v_over_n(collective, rounds, bus_factor):
     """V = 1 GB over 4 ranks: flows of 250 MB (2 Gbit). A ring round: w4 -> w1 at 2 Gb/s, 1.0 s; the others 0.25 s.
     AlltoAll: w4's 3 flows at 2/3 Gb/s, 3.0 s. nccl-tests' bus factors: 2(n-1)/n = 1.5, (n-1)/n = 0.75."""
     p = lab_plan(collective)
-    assert len(p["rounds"]) == rounds and p["steps"] == ["x.%d" % (k + 1) for k in range(rounds)] if rounds > 1 \
-        else p["steps"] == ["x"]
+    assert len(p["rounds"]) == rounds
+    assert p["steps"] == (["x.%d" % (k + 1) for k in range(rounds)] if rounds > 1 else ["x"])
     assert p["collective"] == {"name": collective, "ranks": 4, "size": 10**9, "bus_factor": bus_factor}
     for k in range(rounds):
         out = predicted(p, k)
@@ -157,3 +157,35 @@ def test_a_flow_speeds_up_when_a_co_bottlenecked_flow_ends():
 def test_bad_combinations_are_refused_before_anything_starts(spec, groups, message):
     with pytest.raises(ExperimentError, match=message):
         plan(dict({"name": "x"}, **spec), groups, HOSTVARS)
+
+
+def test_the_flow_lists_of_the_many_flow_patterns():
+    everyone = [(a, ADDR[b]) for a in W for b in W if a != b]
+    assert pairs(lab_plan("all_to_all")) == sorted(everyone)
+    assert pairs(lab_plan("one_to_many")) == [("w1", ADDR["w2"]), ("w1", ADDR["w3"]), ("w1", ADDR["w4"])]
+    assert pairs(lab_plan("many_to_many")) == sorted((w, ADDR[s]) for w in W for s in ("s1", "s2"))
+    # a host that sends several flows names each after its peer; the server counts every incoming flow
+    p = lab_plan("all_to_all")
+    assert [c["flow_id"] for c in p["rounds"][0]["hosts"]["w1"]["clients"]] == ["w1->w2", "w1->w3", "w1->w4"]
+    assert p["rounds"][0]["hosts"]["w2"]["servers"][0]["expected_clients"] == 3
+
+
+def test_a_worker_sitting_out_a_round_still_joins_its_rendezvous_with_nothing_to_send():
+    """Odd pairwise (3 workers): in each round one worker has no flow and no server; it takes part in the rendezvous
+    (every host of the experiment is a party of every round) with an empty part."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import host_args
+
+    p = plan({"name": "x", "pattern": "pairwise", "workers": 3}, GROUPS, HOSTVARS)
+    assert len(p["rounds"]) == 3
+    for k, step in enumerate(p["steps"]):
+        out = [h for h in ("w1", "w2", "w3") if h not in p["rounds"][k]["hosts"]]
+        assert len(out) == 1
+        args = host_args(p, out[0], step, "t")
+        assert args["servers"] == [] and args["clients"] == []
+        coordinator = host_args(p, p["rendezvous"]["host"], step, "t")["rendezvous"]
+        assert set(coordinator["parties"]) == {"w1", "w2", "w3"} and out[0] not in coordinator["expected_flows"]
+
+
+def test_the_throttle_is_shared_between_the_peers_of_a_host_that_sends_to_several():
+    assert lab_plan("all_to_all")["hosts"]["w4"]["throttle_args"]["peers"] == [ADDR["w1"], ADDR["w2"], ADDR["w3"]]
+    assert lab_plan("incast")["hosts"]["w4"]["throttle_args"]["peers"] == []  # one destination: one queue

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import (
     RunDirectory,
     render_run,
@@ -115,3 +116,57 @@ def test_a_version_1_run_directory_re_renders_as_version_2(tmp_path):
     assert len(kept) == len(old_lines) - 4
     new_lines = text.splitlines()
     assert [line for line in kept if line not in new_lines] == []
+
+
+def _step(name, step_s, straggler="w4", status="ok", predicted=None, unthrottled=None):
+    workers = [{"host": "w1", "idle_s": (step_s or 0) / 2, "idle_share": 0.5},
+               {"host": "w4", "idle_s": 0.0, "idle_share": 0.0}]
+    out = {"step": name, "status": status, "verdict": "v", "workers": workers, "step_s": step_s if status == "ok"
+           else None, "straggler": {"host": straggler} if status == "ok" else None}
+    if predicted:
+        out.update(predicted_step_s=predicted, predicted_unthrottled_step_s=unthrottled)
+    return out
+
+
+def test_an_experiments_steps_together_percentiles_stragglers_and_failed_steps_named():
+    """Five steps of 1..4 s and one failed one: p50 of [1, 2, 3, 4] = 2.5 (linear between ranks), p90 = 3.7, max 4;
+    the failed step is counted and named, and a planned step that never reported is named too."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import summarize_experiment
+
+    steps = [_step("b-1", 1.0), _step("b-2", 2.0, straggler="w1"), _step("b-3", 3.0), _step("b-4", None,
+             status="failed"), _step("b-5", 4.0)]
+    e = summarize_experiment({"name": "b", "pattern": "incast", "steps": ["b-1", "b-2", "b-3", "b-4", "b-5", "b-6"]},
+                             steps)
+    assert e["steps"] == 6 and e["steps_ok"] == 4
+    assert e["step_s"]["p50"] == 2.5 and e["step_s"]["p90"] == pytest.approx(3.7) and e["step_s"]["max"] == 4.0
+    assert e["straggler_frequency"] == {"w4": 3, "w1": 1}
+    assert e["idle_worker_seconds"] == {"w1": 5.0, "w4": 0.0}
+    assert [f["step"] for f in e["failed_steps"]] == ["b-4", "b-6"]
+    assert e["failed_steps"][1]["cause"].startswith("no record")
+    assert [x["status"] for x in e["series"]] == ["ok", "ok", "ok", "failed", "ok", "missing"]
+
+
+def test_a_collectives_time_algbw_busbw_and_what_the_straggler_cost():
+    """Ring AllReduce of 1 GB on 4 ranks in 6 rounds of 1.0 s (predicted 1.0, 0.25 without the throttle): time
+    6.0 s, algbw 1e9 / 6 / 1e9 = 0.1667 GB/s, busbw x 2(n-1)/n = 1.5 -> 0.25 GB/s, straggler cost 6 - 1.5 = 4.5 s,
+    75%."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import summarize_experiment
+
+    names = ["a.%d" % k for k in range(1, 7)]
+    steps = [_step(n, 1.0, predicted=1.0, unthrottled=0.25) for n in names]
+    e = summarize_experiment({"name": "a", "pattern": "allreduce_ring", "steps": names, "repetitions": [names],
+                              "collective": {"name": "allreduce_ring", "ranks": 4, "size": 10**9,
+                                             "bus_factor": 1.5}}, steps)
+    (rep,) = e["collective"]["repetitions"]
+    assert rep["time_s"] == 6.0 and rep["predicted_s"] == 6.0 and rep["predicted_unthrottled_s"] == 1.5
+    assert rep["algbw_GBps"] == pytest.approx(1 / 6, abs=1e-6) and rep["busbw_GBps"] == pytest.approx(0.25, abs=1e-6)
+    assert rep["straggler_cost_s"] == 4.5 and rep["straggler_cost_share"] == 0.75
+    text = render_text({"steps": [], "experiments": [e]})
+    assert "repetition 1           6.000 s (predicted 6.000 s); without the throttle 1.500 s: the straggler cost " \
+           "4.500 s = 75%; algbw 0.167 GB/s, busbw 0.250 GB/s" in text
+    # a failed round: the repetition has no time, and says so
+    steps[2] = _step("a.3", None, status="failed")
+    e = summarize_experiment({"name": "a", "pattern": "allreduce_ring", "steps": names, "repetitions": [names],
+                              "collective": {"name": "allreduce_ring", "ranks": 4, "size": 10**9,
+                                             "bus_factor": 1.5}}, steps)
+    assert e["collective"]["repetitions"][0]["status"] == "failed" and e["collective"]["time_s"] is None
