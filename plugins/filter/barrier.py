@@ -21,6 +21,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import Lab
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import analyze_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run as _render_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_text as _render_text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import report_files as _report_files
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import report_json as _report_json
 
 
@@ -107,6 +108,12 @@ def report_text(report):
     return _render_text(report)
 
 
+def report_files(report):
+    if not isinstance(report, dict) or "steps" not in report:
+        raise AnsibleFilterError("report_files: give a report (the run_report filter's result)")
+    return _report_files(report)
+
+
 def render_run(run_dir):
     try:
         return _render_run(str(run_dir))
@@ -134,5 +141,5 @@ class FilterModule:
         return {"barrier_analysis": barrier_analysis, "fair_share": fair_share, "flow_plan": flow_plan,
                 "flow_step_args": flow_step_args, "flow_step_batch_args": flow_step_batch_args,
                 "netns_lab_hosts": netns_lab_hosts, "render_run": render_run, "run_report": run_report,
-                "report_json": report_json, "report_text": report_text,
+                "report_json": report_json, "report_text": report_text, "report_files": report_files,
                 "rate_bps": rate_bps, "counters_diff": counters_diff}

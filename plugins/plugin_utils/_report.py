@@ -19,10 +19,12 @@ import time
 
 from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json, write_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
+from ansible_collections.aifabric.lab.plugins.plugin_utils._formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run import PLAN_FILE, load_run
 from jinja2 import Environment, StrictUndefined
 
-__all__ = ["RunDirectory", "analyze_run", "build_report", "report_json", "render_text", "render_run"]
+__all__ = ["RunDirectory", "analyze_run", "build_report", "report_json", "render_text", "render_run", "report_files",
+           "write_report"]
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -323,13 +325,20 @@ def report_json(report):
     return json.dumps(report, indent=1, sort_keys=True)
 
 
+def report_files(report):
+    """Every file of the report, name -> text: report.json, report.txt and the other formats (``_formats``). The
+    callback and the re-render both write exactly these."""
+    files = {"report.json": report_json(report), "report.txt": render_text(report)}
+    files.update((name, fmt(report)) for name, fmt in FORMATS.items())
+    return files
+
+
 def write_report(path, report):
-    """report.json and report.txt of the run directory at ``path`` (every format the report is written in); returns
-    the text."""
-    write_text(os.path.join(path, "report.json"), report_json(report))
-    text = render_text(report)
-    write_text(os.path.join(path, "report.txt"), text)
-    return text
+    """Every file of the report (``report_files``) into the run directory at ``path``; returns the text report."""
+    files = report_files(report)
+    for name, text in files.items():
+        write_text(os.path.join(path, name), text)
+    return files["report.txt"]
 
 
 def render_run(path):

@@ -231,6 +231,12 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     written = open(os.path.join(path, "report.json")).read()
     assert json.loads(written)["run_dir"] == os.path.abspath(path)
     assert report_json(run_report(path)) == written  # the filter, read only
+    from ansible_collections.aifabric.lab.plugins.filter.barrier import report_files
+
+    files = report_files(run_report(path))
+    assert sorted(files) == ["flows.csv", "junit.xml", "report.json", "report.md", "report.txt", "steps.csv"]
+    for name, text in files.items():  # every file the callback wrote is the filter's, byte for byte
+        assert open(os.path.join(path, name)).read() == text, name
     render_run(path)  # the re-render, writing the files again
     assert open(os.path.join(path, "report.json")).read() == written
     # a copy of the directory re-renders to the same report but for where it lives
