@@ -19,7 +19,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import goodput_factor, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run import Flow, Step, StepPlan
 
-__all__ = ["analyze_step", "analyze_records", "BarrierInputError", "SCHEMA_VERSION", "parse_late_bound"]
+__all__ = ["analyze_step", "analyze_records", "BarrierInputError", "SCHEMA_VERSION", "parse_late_bound", "percentile"]
 
 SCHEMA_VERSION = 2
 
@@ -137,7 +137,8 @@ def _late_bound(raw, predicted_step, measured_step):
     return bound * base, "%g%% of the %s step %.3f s" % (bound * 100, what, base)
 
 
-def _percentile(values, q):
+def percentile(values, q):
+    """The q-quantile of ``values``, linear between ranks (None when there are none)."""
     ordered = sorted(values)
     if not ordered:
         return None
@@ -246,7 +247,7 @@ def analyze_step(step, baseline_gbps=None):
     lates = [f.late_s for f in ok if f.late_s is not None]
     measured = max((f.completion_s for f in ok), default=None)
     bound, basis = _late_bound(step.plan.late_bound, report.get("predicted_step_s"), measured)
-    report.update(late_p50_s=_round(_percentile(lates, 0.5)), late_max_s=_round(max(lates, default=None)),
+    report.update(late_p50_s=_round(percentile(lates, 0.5)), late_max_s=_round(max(lates, default=None)),
                   late_bound_s=_round(bound), late_bound_basis=basis,
                   start_skew_s=round(max(lates) - min(lates), 6) if len(lates) > 1 else 0.0)
     if bound is not None:

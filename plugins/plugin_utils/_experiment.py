@@ -25,9 +25,10 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     start_at: null           # a fixed start instant (PTP-synchronized labs) instead of the rendezvous' own
     batch_start: true        # netns lab, tcp: one task starts every host's part (see batch_args)
 
-``plan()`` returns per-host roles (servers to run, client flows to send, throttles to apply) and each flow's path of
-links with rates, which the barrier report's fair-share prediction reads. New patterns add a function to PATTERNS;
-the playbooks consume only the plan.
+``plan()`` returns the hosts (address, namespace, interface, throttle and its module arguments) and the rounds of the
+pattern (``_patterns``; a collective has several, one step each): per round, each host's servers and client flows, each
+flow with its path of links and rates, which the barrier report's fair-share prediction reads. Steps are named NAME,
+NAME-i when repeated, NAME.k for a collective's rounds (NAME-i.k repeated). The playbooks consume only the plan.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import re
 import time
 
 from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json, write_text
-from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step
+from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step, percentile
 from ansible_collections.aifabric.lab.plugins.plugin_utils._formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run import PLAN_FILE, load_run
 from jinja2 import Environment, StrictUndefined
@@ -97,17 +97,9 @@ def _percentiles(values):
         return None
     out = {}
     for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
-        out[name] = round(_percentile(values, q), 6)
+        out[name] = round(percentile(values, q), 6)
     out.update(min=round(min(values), 6), max=round(max(values), 6), mean=round(sum(values) / len(values), 6))
     return out
-
-
-def _percentile(values, q):
-    ordered = sorted(values)
-    rank = q * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def summarize_experiment(experiment, steps):
