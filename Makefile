@@ -9,6 +9,7 @@ BIN         := $(VENV)/bin
 COLLECTIONS := $(CURDIR)/.collections
 COLL_LINK   := $(COLLECTIONS)/ansible_collections/aifabric/lab
 APT_PKGS    := python3-venv iproute2 iperf3 procps
+TEST_PKGS   := chromium chromium-driver
 VMLAB_PKGS  := qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client linux-source-6.1 xz-utils make gcc \
                bc flex bison libelf-dev
 VMLAB_CACHE ?= /var/cache/aifabric-vmlab
@@ -18,10 +19,11 @@ export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint vmlab-demo \
-        benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test
+        benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
+        history history-rebuild compare
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 # $(call apt_ensure,PACKAGES): install the packages that are missing (apt-get update first), then stamp.
 define apt_ensure
@@ -41,12 +43,16 @@ endef
 .stamps/apt-vmlab: Makefile
 	$(call apt_ensure,$(VMLAB_PKGS))
 
+# the browser that tests/browser/check_html.py opens report.html in (headless), and its WebDriver
+.stamps/apt-test: Makefile
+	$(call apt_ensure,$(TEST_PKGS))
+
 .stamps/venv: requirements.txt .stamps/apt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-.stamps/venv-test: requirements-test.txt .stamps/venv
+.stamps/venv-test: requirements-test.txt .stamps/venv .stamps/apt-test
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-test.txt
 	@touch $@
 
@@ -58,9 +64,9 @@ setup: .stamps/venv $(COLL_LINK) ## install what the demo needs (apt, pinned pip
 
 setup-test: setup .stamps/venv-test ## install the test tooling too
 
-demo: setup ## run the seed's barrier experiment on the embedded netns lab and print the report
+demo: setup ## run the seed's barrier experiment on the embedded netns lab (UNTHROTTLED=1: nobody throttled)
 	@trap 'ansible-playbook playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
-	  ansible-playbook playbooks/demo.yml
+	  ansible-playbook playbooks/demo.yml $(if $(UNTHROTTLED),-e '{"barrier_throttles": {}}')
 
 lab-up: setup ## bring the netns lab up (and leave it up)
 	ansible-playbook playbooks/lab_up.yml
@@ -70,6 +76,15 @@ lab-down: setup ## remove the netns lab
 
 render: setup ## rebuild a report from a run directory: make render RUN=runs/<dir>
 	ansible-playbook playbooks/render_report.yml -e run_dir=$(RUN)
+
+history: setup ## the recorded runs with their step time, straggler, idle share: make history [N=20]
+	ansible-playbook playbooks/history.yml $(if $(N),-e limit=$(N))
+
+history-rebuild: setup ## index every run directory under runs/ again (runs/history.sqlite)
+	ansible-playbook playbooks/history.yml -e rebuild=true $(if $(N),-e limit=$(N))
+
+compare: setup ## what changed between two runs: make compare [A=latest~1] [B=latest] (ids, run dirs, latest~N)
+	ansible-playbook playbooks/compare.yml $(if $(A),-e a=$(A)) $(if $(B),-e b=$(B))
 
 vmlab-setup: setup .stamps/apt-vmlab ## install what the VM lab needs (qemu, debootstrap, kernel source)
 

@@ -99,7 +99,7 @@ def playbook(env, inv, *args, check=True):
 
 
 def new_run(runs, before):
-    fresh = sorted(set(glob.glob(os.path.join(runs, "*"))) - before)
+    fresh = sorted(d for d in set(glob.glob(os.path.join(runs, "*"))) - before if os.path.isdir(d))
     return fresh[-1] if fresh else None
 
 

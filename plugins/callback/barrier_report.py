@@ -42,6 +42,27 @@ options:
     ini:
       - section: aifabric_barrier_report
         key: runs_dir
+  history_db:
+    description:
+      - The run history (SQLite) every run is recorded in once its report is written (C(make history) lists the
+        runs, C(make compare) compares two). Empty - C(history.sqlite) under O(runs_dir). A missing or corrupt file
+        is rebuilt from the run directories; a history that cannot be written is warned about, never fatal.
+    type: str
+    default: ""
+    env:
+      - name: AIFABRIC_HISTORY_DB
+    ini:
+      - section: aifabric_barrier_report
+        key: history_db
+  history:
+    description: Record the run in the history.
+    type: bool
+    default: true
+    env:
+      - name: AIFABRIC_HISTORY
+    ini:
+      - section: aifabric_barrier_report
+        key: history
   show_json_path:
     description: Print the path of C(report.json) after the report.
     type: bool
@@ -63,11 +84,13 @@ import json
 import os
 import platform
 import signal
+import sqlite3
 import tempfile
 import time
 
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history import HistoryError, default_db_path, record_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import (
     RunDirectory,
     analyze_run,
@@ -76,7 +99,10 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._report import (
 )
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run import (
     PLAN_SCHEMA_VERSION,
+    applied_throttles,
     build_run,
+    counters_entry,
+    missing_flow_cause,
     step_plans,
 )
 
@@ -102,15 +128,6 @@ def _collection_version():
     except OSError:
         pass
     return None
-
-
-def _applied_throttles(results):
-    """host -> what the throttle module applied (its ``description``), from the throttle task's loop results."""
-    out = {}
-    for res in results or []:
-        if isinstance(res, dict) and res.get("item") and res.get("description") and not res.get("failed"):
-            out[str(res["item"])] = str(res["description"])
-    return out
 
 
 def _cause_without_result(res):
@@ -178,6 +195,10 @@ class CallbackModule(CallbackBase):
         super().set_options(task_keys=task_keys, var_options=var_options, direct=direct)
         self._runs_dir = self.get_option("runs_dir")
         self._show_json_path = self.get_option("show_json_path")
+        self._history_on = self.get_option("history")
+        db = self.get_option("history_db")
+        self._history_db = (os.path.abspath(os.path.expanduser(db)) if db else
+                            default_db_path(self._runs_dir, environ={}))
 
     def v2_playbook_on_start(self, playbook):
         self._label = os.path.splitext(os.path.basename(playbook._file_name))[0]
@@ -219,14 +240,9 @@ class CallbackModule(CallbackBase):
         self._write("add_flow", step, record)
 
     def _add_counters(self, step, host, counters):
-        if not isinstance(counters, dict) or "before" not in counters or "after" not in counters:
+        entry = counters_entry(step, host, counters)
+        if entry is None:
             return
-        if "error" in counters["before"] or "error" in counters["after"]:
-            return
-        entry = {"step": step, "host": host, "before": counters["before"], "after": counters["after"]}
-        for key in ("interface", "engine"):
-            if counters.get(key):
-                entry[key] = counters[key]
         self._counters.setdefault(step, {})[host] = entry
         self._write("add_counters", step, host, entry)
 
@@ -244,10 +260,13 @@ class CallbackModule(CallbackBase):
         the_plan = data.get("plan")
         if not isinstance(the_plan, dict) or not isinstance(the_plan.get("hosts"), dict):
             return
-        applied = _applied_throttles(data.get("throttles"))
+        applied = applied_throttles(data.get("throttles"))
         plans = step_plans(the_plan, applied)
         self._plans.update(plans)
-        self._plan_record["experiments"].append(dict(the_plan, applied_throttles=applied))
+        experiment = dict(the_plan, applied_throttles=applied)
+        if isinstance(data.get("baseline"), dict) and data["baseline"]:
+            experiment["baseline"] = data["baseline"]  # the history's run the vs_baseline gate compares against
+        self._plan_record["experiments"].append(experiment)
         self._plan_record["steps"].update({name: p.as_dict() for name, p in plans.items()})
         if self._run is not None:
             self._write("write_plan", self._plan_record)
@@ -258,15 +277,10 @@ class CallbackModule(CallbackBase):
         hosts = record.get("hosts") or {}
         for host, part in sorted(hosts.items()):
             self._add_part(step, host, part or {}, fill_only=fill_only)
-        parties = record.get("parties") or {}
         for host, flow_ids in sorted((record.get("expected_flows") or {}).items()):
             if host in hosts:
                 continue
-            info = parties.get(host) or {}
-            cause = ("did not arm: %s" % record.get("error") if record.get("status") == "aborted" else
-                     "its step process ended without a result (%s): killed, crashed or cut off" % info["lost"]
-                     if info.get("lost") else
-                     record.get("error") or "no result")
+            cause = missing_flow_cause(record, host)
             for flow_id in flow_ids:
                 self._add_flow(step, host, {"flow_id": flow_id, "status": "error", "error": cause,
                                             "cause_from": "rendezvous"}, fill_only=True)
@@ -404,5 +418,21 @@ class CallbackModule(CallbackBase):
         self._display.display(render_text(fresh))
         if self._write_error:
             self._display.error("barrier_report: %s (the report above was not saved)" % self._write_error)
-        elif self._show_json_path:
+            return
+        if self._show_json_path:
             self._display.display("report: %s" % os.path.join(self._run.path, "report.json"))
+        if self._history_on:
+            self._record_history(report)
+
+    def _record_history(self, report):
+        """The run into the history (after its files are written: a history that fails costs nothing measured)."""
+        try:
+            recorded = record_run(self._history_db, self._run.path, report=report,
+                                  runs_dir=os.path.dirname(self._run.path),
+                                  notify=lambda m: self._display.warning("history: %s" % m))
+        except (HistoryError, OSError, sqlite3.Error) as exc:
+            self._display.warning("barrier_report: the run was not recorded in the history %s: %s"
+                                  % (self._history_db, exc))
+            return
+        self._display.display("history: run %s recorded in %s (make history lists the runs, make compare compares "
+                              "two)" % (recorded["id"], self._history_db))

@@ -17,12 +17,14 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import (
     plan,
 )
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import max_min_rates, predict_completions
+from ansible_collections.aifabric.lab.plugins.plugin_utils._gates import broken_messages
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
-from ansible_collections.aifabric.lab.plugins.plugin_utils._report import analyze_run
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report import analyze_run, build_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run as _render_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_text as _render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import report_files as _report_files
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report import report_json as _report_json
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run import applied_throttles, run_from_records
 
 
 def barrier_analysis(records, baseline_gbps=None, bottleneck=None, name=None):
@@ -121,6 +123,19 @@ def render_run(run_dir):
         raise AnsibleFilterError("render_run: %s" % exc) from None
 
 
+def barrier_gates(records, the_plan, throttles=None, baseline=None):
+    if not isinstance(records, list) or not isinstance(the_plan, dict) or "step_round" not in the_plan:
+        raise AnsibleFilterError("barrier_gates: give the steps' records (flow_step state=collected's 'step', a list) "
+                                 "and the flow_plan filter's result")
+    if not the_plan.get("expect"):
+        return []
+    names = set(the_plan.get("steps") or [])
+    records = [r for r in records if isinstance(r, dict) and r.get("step") in names]
+    report = build_report(run_from_records(records, the_plan, applied_throttles(throttles),
+                                           baseline if isinstance(baseline, dict) else None))
+    return broken_messages(report)
+
+
 def rate_bps(value, name="rate"):
     try:
         return parse_rate(value, name)
@@ -142,4 +157,4 @@ class FilterModule:
                 "flow_step_args": flow_step_args, "flow_step_batch_args": flow_step_batch_args,
                 "netns_lab_hosts": netns_lab_hosts, "render_run": render_run, "run_report": run_report,
                 "report_json": report_json, "report_text": report_text, "report_files": report_files,
-                "rate_bps": rate_bps, "counters_diff": counters_diff}
+                "rate_bps": rate_bps, "counters_diff": counters_diff, "barrier_gates": barrier_gates}

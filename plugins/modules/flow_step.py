@@ -47,10 +47,13 @@ attributes:
     details: Every run starts, collects or stops a new step.
 options:
   state:
-    description: V(started) (every host), V(collected) (the coordinating host), V(stopped) (cleanup, every host).
+    description:
+      - V(started) (every host), V(collected) (the coordinating host), V(stopped) (cleanup, every host).
+      - V(progress) (the coordinating host) returns the step's progress at once (RV(flows), RV(remaining_s),
+        RV(done)); V(collected) with O(progress=true) uses it to show progress while the flows run.
     type: str
     default: started
-    choices: [started, collected, stopped]
+    choices: [started, collected, stopped, progress]
   party:
     description:
       - This host's name in the step (the playbooks pass C(inventory_hostname)).
@@ -289,6 +292,24 @@ options:
     description: With O(state=collected), seconds to wait for the step's record (default O(arm_timeout) +
       O(timeout) + 60).
     type: float
+  progress:
+    description:
+      - With O(state=collected), show on the controller, about once a second while the flows run, each flow's bytes
+        so far, the rate of its latest interval sample and the share of its volume, and the step's remaining time at
+        those rates (one line per second, from a short O(state=progress) query of the coordinating host; the hosts
+        send their samples to the rendezvous only while it is watched). Steps shorter than a second print nothing.
+      - The tcp engine's flows report their interval samples (O(interval)); perftest reports at its end, so its flows
+        show as running.
+      - Handled by the action plugin; the queries cost the controller a module run a second (see
+        C(benchmarks/progress.py) for what that does to the flows' goodput).
+    type: bool
+    default: false
+  watch:
+    description:
+      - With O(state=progress), the controller's first query of a step - it lets the step fire (as the collect task
+        does) and is answered once the flows have run 0.3 s. Set by the action plugin.
+    type: bool
+    default: false
   state_dir:
     description: Where a host keeps its PID and result files.
     type: path
@@ -335,6 +356,28 @@ part:
     result file, if it wrote one.
   returned: state is started or stopped
   type: dict
+done:
+  description: With O(state=progress), whether the step has ended (collect it).
+  returned: state is progress
+  type: bool
+phase:
+  description: With O(state=progress) - V(arming), V(running) or V(ended).
+  returned: state is progress
+  type: str
+elapsed_s:
+  description: With O(state=progress), seconds since the start instant.
+  returned: state is progress and the step has fired
+  type: float
+remaining_s:
+  description: With O(state=progress), the time the slowest flow needs at the rate of its latest interval sample.
+  returned: state is progress and the step is running
+  type: float
+flows:
+  description: With O(state=progress), per flow - C(host), C(flow_id), C(bytes) so far, C(gbps) (its latest
+    interval), C(volume), C(share) of it, C(remaining_s), C(done).
+  returned: state is progress and the step is running
+  type: list
+  elements: dict
 step:
   description: With O(state=collected) (or O(state=stopped) on the coordinating host), the coordinator's record.
   returned: state is collected

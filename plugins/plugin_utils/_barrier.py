@@ -175,8 +175,18 @@ def _host_entry(step, host, flows, ok_keys, predicted):
         entry["flows"] = [{"flow_id": f.flow_id, "status": f.status, "bytes": f.bytes,
                            "completion_s": f.completion_s, "gbps": f.gbps, "late_s": f.late_s,
                            "predicted_s": round(predicted[f.key], 6) if predicted and f.key in predicted
-                           else None} for f in flows]
+                           else None, **_samples(f)} for f in flows]
+    else:
+        entry.update(_samples(flows[0]))
     return entry
+
+
+def _samples(flow):
+    """``{"samples": [{t, gbps}]}``: the flow's interval samples without their bytes, retransmits and RTT (the flow's
+    file keeps those), t in seconds since the flow's own first byte; nothing when its engine took none."""
+    if not flow.samples:
+        return {}
+    return {"samples": [{"t": x.get("t"), "gbps": x.get("gbps")} for x in flow.samples if isinstance(x, dict)]}
 
 
 def analyze_records(records, baseline_gbps=None, bottleneck=None, name=None):

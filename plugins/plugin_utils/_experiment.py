@@ -24,6 +24,7 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     start_tolerance: 0.001   # with strict_start, seconds
     start_at: null           # a fixed start instant (PTP-synchronized labs) instead of the rendezvous' own
     batch_start: true        # netns lab, tcp: one task starts every host's part (see batch_args)
+    expect: {step_vs_predicted: 1.05, healthy_idle_share: 0.05, counters: clean, vs_baseline: 0.95}  # _gates
 
 ``plan()`` returns the hosts (address, namespace, interface, throttle and its module arguments) and the rounds of the
 pattern (``_patterns``; a collective has several, one step each): per round, each host's servers and client flows, each
@@ -37,6 +38,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import n
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, parse_late_bound
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import roce_goodput
+from ansible_collections.aifabric.lab.plugins.plugin_utils._gates import GateError, check_expect
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
 from ansible_collections.aifabric.lab.plugins.plugin_utils._patterns import (
     BUS_FACTOR,
@@ -56,7 +58,7 @@ class ExperimentError(ValueError):
 
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
-          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root"}
+          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect"}
 _NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
 _PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")  # flow_step's perftest options
 
@@ -169,6 +171,10 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     try:
         late_bound = parse_late_bound(experiment.get("late_bound"), "experiment.late_bound")
     except BarrierInputError as exc:
+        raise ExperimentError(str(exc)) from None
+    try:
+        expect = check_expect(experiment.get("expect"))
+    except GateError as exc:
         raise ExperimentError(str(exc)) from None
     control_port = experiment.get("control_port", port - 1)
     if isinstance(control_port, bool) or not isinstance(control_port, int) or not 1024 <= control_port <= 65535:
@@ -288,6 +294,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         "counters": bool(experiment.get("counters", True)),
         "start_tolerance": tolerance,
         "interval": experiment.get("interval", 1.0),
+        "expect": expect,
         "hosts": hosts,
         "participants": participants,
         "sources": sorted({h for r in plan_rounds for h in r["sources"]}),

@@ -3,14 +3,16 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The report's other formats, each a function of the report dict (``_report.analyze_run``'s result): a Markdown
 summary for a ticket or a pull request, CSV of the flows and of the steps, JUnit XML (one test case per step, failing
-when the step failed). ``report_files`` gives every file a run directory holds beside report.json, so that the
-callback and the re-render write the same bytes."""
+when the step failed or broke a gate). ``report_files`` gives every file a run directory holds beside report.json, so
+that the callback and the re-render write the same bytes."""
 
 from __future__ import annotations
 
 import csv
 import io
 from xml.etree import ElementTree
+
+from ansible_collections.aifabric.lab.plugins.plugin_utils._html import report_html
 
 __all__ = ["report_markdown", "flows_csv", "steps_csv", "junit_xml", "FORMATS"]
 
@@ -42,6 +44,9 @@ def report_markdown(report):
             out += ["", "**%s, counters:** %s" % (s["step"], _cell(s["counters"]["verdict"]))]
         for f in s.get("failed") or []:
             out += ["", "**%s, %s %s:** %s" % (s["step"], f["host"], f["status"], _cell(f["cause"]))]
+        for g in s.get("gates") or []:
+            said = "held" if g["ok"] else "BROKEN" if g["ok"] is False else "not checked"
+            out += ["", "**%s, gate %s:** %s" % (s["step"], said, _cell(g["message"]))]
     for e in report.get("experiments") or []:
         if e["steps"] < 2 and not e.get("collective"):
             continue
@@ -62,6 +67,10 @@ def report_markdown(report):
                     if r.get("straggler_cost_share") is not None else ""))
             else:
                 out.append("- %s %d: FAILED (a round failed)" % (c["name"], r["repetition"]))
+    gates = report.get("gates")
+    if gates:
+        out += ["", "## Gates: %s" % ("all held" if gates["status"] == "ok" else "%d BROKEN" % len(gates["broken"]))]
+        out += ["- %s" % _cell(m) for m in gates["broken"]]
     return "\n".join(out) + "\n"
 
 
@@ -74,7 +83,7 @@ _FLOW_COLUMNS = ("step", "host", "flow_id", "status", "bytes", "completion_s", "
 _STEP_COLUMNS = ("step", "kind", "status", "workers_expected", "workers_completed", "step_s", "predicted_step_s",
                  "predicted_unthrottled_step_s", "mean_completion_s", "straggler", "straggler_cause",
                  "unthrottled_idle_share", "throttled_idle_share", "idle_worker_seconds", "sum_of_flow_gbps",
-                 "aggregate_gbps", "start_skew_s", "late_max_s", "counters_verdict")
+                 "aggregate_gbps", "start_skew_s", "late_max_s", "counters_verdict", "gates_broken")
 
 
 def _csv(columns, rows):
@@ -107,27 +116,35 @@ def steps_csv(report):
     for s in report.get("steps") or []:
         row = dict(s, straggler=(s.get("straggler") or {}).get("host"),
                    straggler_cause=(s.get("straggler") or {}).get("cause"),
-                   counters_verdict=(s.get("counters") or {}).get("verdict"))
+                   counters_verdict=(s.get("counters") or {}).get("verdict"),
+                   gates_broken="; ".join(g["message"] for g in s.get("gates") or [] if g["ok"] is False) or None)
         rows.append(row)
     return _csv(_STEP_COLUMNS, rows)
 
 
 def junit_xml(report):
-    """JUnit XML: a test suite per run, a test case per step (its time the step time), failing when the step failed,
+    """JUnit XML: a test suite per run, a test case per step (its time the step time), failing when the step failed
+    or broke a gate (type gate_broken, the gates' sentences),
     with the causes; what a lab's CI shows per step."""
     steps = report.get("steps") or []
-    failed = [s for s in steps if s["status"] != "ok"]
+    failed = [s for s in steps if s["status"] != "ok" or any(g["ok"] is False for g in s.get("gates") or [])]
     suite = ElementTree.Element("testsuite", name="aifabric.lab barrier report", tests=str(len(steps)),
                                 failures=str(len(failed)), errors="0", skipped="0",
                                 time="%.6f" % sum(s.get("step_s") or 0.0 for s in steps))
     for s in steps:
         case = ElementTree.SubElement(suite, "testcase", classname="barrier.%s" % s.get("kind", "barrier"),
                                       name=s["step"], time="%.6f" % (s.get("step_s") or 0.0))
+        broken = [g["message"] for g in s.get("gates") or [] if g["ok"] is False]
         if s["status"] != "ok":
             failure = ElementTree.SubElement(case, "failure", message=s.get("verdict") or "step failed",
                                              type="step_failed")
             failure.text = "\n".join("%s (%s): %s" % (f["host"], f["status"], f["cause"])
                                      for f in s.get("failed") or [])
+        elif broken:
+            failure = ElementTree.SubElement(case, "failure", message="gate broken: %s" % "; ".join(broken),
+                                             type="gate_broken")
+            failure.text = "\n".join(["%s (%s)" % (g["message"], "held" if g["ok"] else "BROKEN" if g["ok"] is False
+                                                   else "not checked") for g in s["gates"]] + [s.get("verdict") or ""])
         else:
             out = ElementTree.SubElement(case, "system-out")
             out.text = s.get("verdict") or ""
@@ -138,4 +155,5 @@ def junit_xml(report):
 
 
 # every file a run directory holds beside report.json and report.txt, with the function that writes it
-FORMATS = {"report.md": report_markdown, "flows.csv": flows_csv, "steps.csv": steps_csv, "junit.xml": junit_xml}
+FORMATS = {"report.md": report_markdown, "flows.csv": flows_csv, "steps.csv": steps_csv, "junit.xml": junit_xml,
+           "report.html": report_html}

@@ -20,6 +20,7 @@ import time
 from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json, write_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step, percentile
 from ansible_collections.aifabric.lab.plugins.plugin_utils._formats import FORMATS
+from ansible_collections.aifabric.lab.plugins.plugin_utils._gates import broken_messages, evaluate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run import PLAN_FILE, load_run
 from jinja2 import Environment, StrictUndefined
 
@@ -89,7 +90,28 @@ def build_report(run):
     report["status"] = "ok" if all(s["status"] == "ok" for s in report["steps"]) else "failed"
     summaries = [summarize_experiment(e, report["steps"]) for e in run.experiments]
     report["experiments"] = [e for e in summaries if e]
+    _check_gates(report, run.experiments)
     return report
+
+
+def _check_gates(report, experiments):
+    """Each step of an experiment that states ``expect`` gets its ``gates`` (``_gates.evaluate``, against the baseline
+    run the plan recorded); the report gets ``gates``: whether any broke, and which, one sentence each."""
+    by_name = {s["step"]: s for s in report["steps"]}
+    checked = False
+    for experiment in experiments:
+        expect = experiment.get("expect")
+        if not expect:
+            continue
+        for name in experiment.get("steps") or []:
+            if name in by_name:
+                by_name[name]["gates"] = evaluate(by_name[name], expect, experiment.get("baseline"))
+                checked = True
+    if checked:
+        broken = broken_messages(report)
+        report["gates"] = {"status": "broken" if broken else "ok", "broken": broken,
+                           "not_checked": ["step %s: gate %s" % (s["step"], g["message"]) for s in report["steps"]
+                                           for g in s.get("gates") or [] if g["ok"] is None]}
 
 
 def _percentiles(values):
@@ -201,7 +223,8 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
 {% endif %}
 {% endfor %}
 {% if s.status == 'ok' %}
-  step time (max)        {{ '%.2f' % s.step_s }} s{{ ('   (fair share predicts %.2f s)' % s.predicted_step_s) if s.predicted_step_s else '' }}
+  step time (max)        {{ '%.2f' % s.step_s }} s\
+{{ ('   (fair share predicts %.2f s)' % s.predicted_step_s) if s.predicted_step_s is defined and s.predicted_step_s else '' }}
   mean completion        {{ '%.2f' % s.mean_completion_s }} s: understates the step by \
 {{ '%.2f' % s.mean_understates_s }} s ({{ '%.0f' % (s.mean_understates_share * 100) }}%)
   straggler              {{ s.straggler.host }}: {{ s.straggler.cause }}, {{ '%.2f' % s.straggler.behind_next_s }} s behind the next worker
@@ -237,10 +260,16 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
   ! {{ d }}
 {% endfor %}
 {% endif %}
+{% for g in s.gates | default([]) %}
+  gate                   {{ 'held  ' if g.ok else 'BROKEN' if g.ok is sameas false else 'n/a   ' }} {{ g.message }}
+{% endfor %}
 {% else %}
   STEP FAILED: no step time is computed over the survivors.
 {% for f in s.failed %}
   - {{ f.host }} ({{ f.status }}): {{ f.cause }}
+{% endfor %}
+{% for g in s.gates | default([]) %}
+  gate                   n/a    {{ g.message }}
 {% endfor %}
 {% endif %}
 {% endif %}
@@ -283,6 +312,16 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
 {% endif %}
 {% endif %}
 {% endfor %}
+{% if report.gates is defined %}
+=== gates: {{ 'all held' if report.gates.status == 'ok' else '%d BROKEN' % (report.gates.broken | length) }}\
+{{ (', %d not checked' % (report.gates.not_checked | length)) if report.gates.not_checked else '' }}
+{% for m in report.gates.broken %}
+  ! {{ m }}
+{% endfor %}
+{% for m in report.gates.not_checked %}
+  - {{ m }}
+{% endfor %}
+{% endif %}
 """
 
 _ENV = Environment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, trim_blocks=True,

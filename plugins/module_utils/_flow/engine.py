@@ -110,6 +110,11 @@ class ClientFlow(abc.ABC):
     def close(self) -> None:
         """Release sockets, processes and buffers."""
 
+    def progress(self):
+        """While the flow runs: its latest interval sample ``{t, bytes, gbps}`` (``t`` from its first byte) and its
+        ``volume``; None when the engine takes no samples while it runs (perftest reports at its end)."""
+        return None
+
 
 class FlowEngine(abc.ABC):
     """A flow engine: servers that receive a step's flows, clients that arm and fire."""

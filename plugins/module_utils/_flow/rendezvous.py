@@ -11,12 +11,16 @@ real hardware. Messages are JSON lines on one TCP connection per party::
                            armed {t, flows}              every flow of the host is connected and admitted
                            arm_failed {error}            a flow could not be armed (fails the step at once)
                            pong {seq, t}                 answer to a ping, with the party's clock
+                           progress {t, flows}           each flow's latest interval sample, twice a second
+                                                         while the flows run (only when the controller watches)
                            result {result}               the host's results, at the end
     coordinator -> party   ping {seq}                    the probe rounds, once everybody armed
-                           fire {at, at_coordinator, offset_s, margin_s}
+                           fire {at, at_coordinator, offset_s, margin_s, progress}
                            abort {error}                 the step will not run (or must end now)
                            ack                           the result is safe with the coordinator
-    control -> coordinator hello {run, control: true}, then abort {error}
+    control -> coordinator hello {run, control: true}, then abort {error}, collecting (the controller only waits
+                           from now on: the step may fire), watch / progress (the same, and the answer is the
+                           step's progress: watch once the flows have run PROGRESS_HOLD s, progress at once)
 
 Once every expected party has armed, the coordinator sends ``ping`` to all of them at once, ``PROBES`` times, and
 measures how long the slowest answer takes (the fan-out) and each party's clock offset (NTP's midpoint estimate,
@@ -39,11 +43,16 @@ import time
 
 from .clock import set_normal, set_realtime
 
-__all__ = ["Channel", "Coordinator", "Party", "RendezvousError", "control_abort", "control_collect", "PROBES"]
+__all__ = ["Channel", "Coordinator", "Party", "RendezvousError", "control_abort", "control_collect", "control_progress",
+           "PROBES", "PROGRESS_HOLD"]
 
 PROBES = 3
 _PING_WAIT = 5.0  # seconds the coordinator waits for every pong of one round
 _MAX_LINE = 64 * 1024 * 1024  # a host's result with many samples stays far below this
+
+
+PROGRESS_HOLD = 0.3  # s after the instant before the first progress answer (the flows are under way by then)
+SEND_TIMEOUT = 10.0  # s a message may take to leave (the peer reads all the time; a stuck one is given up on)
 
 
 class RendezvousError(Exception):
@@ -59,6 +68,8 @@ class Channel:
 
     def send(self, op, **fields):
         fields["op"] = op
+        # not the timeout a last recv() left (a progress poll's can be a millisecond): a host's whole result goes out
+        self.sock.settimeout(SEND_TIMEOUT)
         self.sock.sendall(json.dumps(fields, separators=(",", ":"), sort_keys=True).encode("utf-8") + b"\n")
 
     def feed(self):
@@ -150,6 +161,9 @@ class Coordinator:
         self.results = {}
         self.rejected = []
         self.errors = []
+        self.progress = {}  # party -> its flows' latest interval samples, while they run (only when watched)
+        self.watchers = []  # the controller's "watch" connections, answered once the flows have run a moment
+        self.watched = False
         self.record = {"run": run_id, "coordinator_pid": os.getpid(), "parties": self.info, "hosts": self.results,
                        "rejected": self.rejected,
                        "mode": "fixed" if start_at is not None else "rendezvous", "status": "error", "error": None,
@@ -170,6 +184,8 @@ class Coordinator:
             pass
         conn.channel.close()
         self.conns.pop(conn.channel.sock, None)
+        if conn in self.watchers:
+            self.watchers.remove(conn)
 
     def _poll(self, until, on_message):
         """Serve the sockets until ``until`` (epoch s) or until ``on_message`` returns True."""
@@ -177,7 +193,8 @@ class Coordinator:
             left = until - self.clock()
             if left <= 0:
                 return False
-            for key, _mask in self.sel.select(min(left, 0.5)):
+            self._answer_watchers()
+            for key, _mask in self.sel.select(min(left, 0.05 if self.watchers else 0.5)):
                 if key.fileobj is self.listener:
                     try:
                         sock, peer = self.listener.accept()
@@ -231,6 +248,22 @@ class Coordinator:
             self.errors.append(msg.get("error") or "aborted by the controller")
             self._send(conn, "ack")
             return True
+        if conn.control and op in ("watch", "progress"):
+            # the controller shows the step's progress (and, like "collecting", only waits from now on): "watch" is
+            # answered once the flows have run PROGRESS_HOLD s (so that the asking process is asleep at the instant),
+            # "progress" at once
+            self.watched = True
+            if self.controller_at is None:
+                self.controller_at = self.clock()
+            if op == "watch":
+                self.watchers.append(conn)
+                self._answer_watchers()
+            else:
+                self._send(conn, "progress", **self._progress())
+            return on_message(conn, msg)
+        if conn.party is not None and op == "progress":
+            self.progress[conn.party] = {"t": msg.get("t"), "flows": msg.get("flows") or {}}
+            return False
         if conn.control and op == "collecting":
             # the controller's collect task is running (and from now on only waits): the step may fire
             self.controller_at = self.clock()
@@ -240,6 +273,23 @@ class Coordinator:
             self._drop(conn)
             return False
         return on_message(conn, msg)
+
+    def _progress(self):
+        """What the controller's progress query gets: the phase, the instant, each party's latest samples."""
+        fire = self.record.get("fire") or {}
+        phase = ("ended" if self._settled() and self.results else "running" if fire else "arming")
+        return {"phase": phase, "now": self.clock(), "fire_at": fire.get("at"), "expected": self.expected,
+                "done": sorted(self.results), "parties": self.progress, "errors": list(self.errors)}
+
+    def _answer_watchers(self):
+        if not self.watchers:
+            return
+        fire = self.record.get("fire") or {}
+        if not (fire and self.clock() >= fire["at"] + PROGRESS_HOLD) and not self.errors:
+            return
+        for conn in self.watchers:
+            self._send(conn, "progress", **self._progress())
+        self.watchers = []
 
     def _closed(self, conn, why):
         """A party's connection ended. Before its result, that fails the step."""
@@ -390,7 +440,7 @@ class Coordinator:
                 offset = self.info[party].get("offset_s", 0.0) if self.start_at is None else 0.0
                 self.info[party]["fire_sent_at"] = self.clock()
                 self._send(self.by_party[party], "fire", at=at + offset, at_coordinator=at, offset_s=offset,
-                           margin_s=margin)
+                           margin_s=margin, progress=self.watched)
             self._collect(at + self.timeout + self.grace)
             failed = [p for p in self.expected if p not in self.results]
             if self.errors or failed:
@@ -535,6 +585,27 @@ def control_abort(address, port, run_id, error, timeout=5.0):
             return bool(msg and msg.get("op") == "ack")
     except (OSError, EOFError):
         return False
+
+
+def control_progress(address, port, run_id, watch=False, timeout=5.0):
+    """The step's progress from its coordinator (``Coordinator._progress``), or None when none is listening (the step
+    has ended, or never started). ``watch``: the first query of a step, which (like "collecting") lets the step fire,
+    and is answered once the flows have run ``PROGRESS_HOLD`` s, so that the asking process sleeps through the
+    instant; later queries are answered at once."""
+    try:
+        with socket.create_connection((address, port), timeout=timeout) as sock:
+            channel = Channel(sock)
+            channel.send("hello", run=run_id, control=True)
+            channel.send("watch" if watch else "progress")
+            end = time.time() + timeout
+            while time.time() < end:
+                msg = channel.recv(max(0.01, end - time.time()))
+                if msg is not None and msg.get("op") == "progress":
+                    msg.pop("op")
+                    return msg
+            return {"phase": "waiting"}
+    except (OSError, EOFError):
+        return None
 
 
 def control_collect(address, port, run_id, wait, timeout=5.0):

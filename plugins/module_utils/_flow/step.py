@@ -38,7 +38,7 @@ from .._counters import snapshot
 from .clock import set_normal, set_realtime, tight_timers
 from .daemon import fork_reporting, gather, spawn
 from .engine import FlowSpec, engine_class
-from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect
+from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect, control_progress
 from .server import alive, run_id
 from .state import step_paths, step_record_path
 from .tcp import TcpEngine
@@ -60,6 +60,7 @@ def preload(part):
 
 
 GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
+PROGRESS_EVERY = 0.5  # s between a watched step's progress messages (each flow's latest interval sample)
 STOPPED = "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"
 
 
@@ -244,12 +245,25 @@ class _Daemon:
         self.out["fire"]["ahead_s"] = round(at - self.fire_received, 6)
         self.fire_at = at
         self.fire_event.set()
+        # the controller watches the step: each flow's latest interval sample to the coordinator twice a second (a
+        # tenth of a second after each whole second, so that the controller's query once a second never sees one
+        # more than an interval old)
+        report_at = at + PROGRESS_EVERY + 0.1 if msg.get("progress") else None
         while any(t.is_alive() for t in self.threads):
-            reason = party.poll_abort(0.2)
+            if party.channel is None:
+                report_at = None  # the rendezvous is gone: the flows go on, their result stays on the host
+            reason = party.poll_abort(0.2 if report_at is None else min(0.2, max(0.01, report_at - time.time())))
             if reason:
                 self.abort(reason)
                 for thread in self.threads:
                     thread.join()
+            if report_at is not None and time.time() >= report_at:
+                report_at += PROGRESS_EVERY
+                try:
+                    party.send("progress", t=round(time.time() - at, 3), flows={
+                        f.result["flow_id"]: f.progress() for f in self.flows})
+                except Exception:  # noqa: BLE001  showing progress must never cost the step its flows or result
+                    report_at = None
         self._gather()
 
     def _gather(self):
@@ -480,6 +494,51 @@ def collect(part, state_dir, wait, missing=()):
         os.unlink(path)
     record.setdefault("step", part.step)
     return record
+
+
+def progress(part, state_dir, watch=False):
+    """On the coordinating host, while the step runs: its progress (``summarize_progress``) and whether it is
+    ``done`` (the coordinator has ended: collect it). ``watch``: the controller's first query of the step (it lets
+    the step fire, and is answered once the flows are under way)."""
+    path = step_record_path(state_dir, part.run)
+    if os.path.exists(path):
+        return {"done": True, "phase": "ended"}
+    # the first query waits for the fire however long the arming takes (its answer comes after the instant, or with
+    # the reason the step was not started), so that no query's process starts near the instant
+    answer = control_progress(part.rendezvous["address"], part.rendezvous["port"], part.run, watch=watch,
+                              timeout=part.arm_timeout + 15.0 if watch else 5.0)
+    if answer is None:  # no coordinator listens any more: the step has ended (its record follows), or never ran
+        return {"done": True, "phase": "ended"}
+    out = summarize_progress(answer)
+    out["done"] = out["phase"] == "ended"
+    return out
+
+
+def summarize_progress(answer):
+    """The coordinator's progress answer, per flow: bytes so far, the rate of its latest interval, the share of its
+    volume, and the time it needs at that rate; the step's remaining time (the longest of them)."""
+    now, at = answer.get("now"), answer.get("fire_at")
+    done = set(answer.get("done") or [])
+    elapsed = round(now - at, 3) if now and at else None
+    flows, remaining = [], []
+    for host, entry in sorted((answer.get("parties") or {}).items()):
+        for flow_id, sample in sorted(((entry or {}).get("flows") or {}).items()):
+            flow = {"host": host, "flow_id": flow_id, "done": host in done}
+            if sample:
+                volume, sent, gbps = sample.get("volume"), sample.get("bytes") or 0, sample.get("gbps")
+                flow.update(bytes=sent, gbps=gbps, volume=volume,
+                            share=round(sent / float(volume), 4) if volume else None)
+                if host in done or (volume and sent >= volume):
+                    flow["remaining_s"] = 0.0
+                elif volume and gbps:
+                    since = max(0.0, (elapsed or 0.0) - (sample.get("t") or 0.0))
+                    flow["remaining_s"] = round(max(0.0, (volume - sent) * 8 / (gbps * 1e9) - since), 3)
+            remaining.append(flow.get("remaining_s"))
+            flows.append(flow)
+    return {"phase": answer.get("phase", "waiting"), "elapsed_s": elapsed, "flows": flows,
+            "hosts_done": len(done), "hosts": len(answer.get("expected") or []),
+            "remaining_s": max(remaining) if remaining and None not in remaining else None,
+            "errors": answer.get("errors") or []}
 
 
 def stop(part, state_dir, wait=15.0, kill=os.kill):

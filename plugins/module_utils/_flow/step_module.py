@@ -43,7 +43,7 @@ _COUNTERS = dict(
 )
 _PART = ("party", "servers", "clients", "counters")  # what differs from one host's part to the next
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", default="started", choices=["started", "collected", "stopped"]),
+    state=dict(type="str", default="started", choices=["started", "collected", "stopped", "progress"]),
     party=dict(type="str"),
     token=dict(type="str", required=True, no_log=False),
     step=dict(type="str"),
@@ -83,6 +83,8 @@ ARGUMENT_SPEC = dict(
     start_tolerance=dict(type="float", default=0.001),
     missing=dict(type="list", elements="str", default=[]),
     wait=dict(type="float"),
+    progress=dict(type="bool", default=False),
+    watch=dict(type="bool", default=False),
     state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
 )
 
@@ -258,4 +260,9 @@ def run_module(module):
             params["arm_timeout"] + params["timeout"] + 2 * _step.GRACE)
         record = _step.collect(part, params["state_dir"], wait, missing=params["missing"])
         module.exit_json(changed=False, step=record, failed=False)
+    if state == "progress":
+        if not part.coordinates:
+            module.fail_json(msg="state=progress runs on the coordinating host (rendezvous.host=%s), not on %s"
+                             % (part.rendezvous["host"], part.party))
+        module.exit_json(changed=False, **_step.progress(part, params["state_dir"], watch=params["watch"]))
     module.exit_json(changed=True, **_step.stop(part, params["state_dir"]))

@@ -162,6 +162,7 @@ class TcpClient(ClientFlow):
         self.socks = []
         self.zero_fd = None
         self._aborted = None
+        self._sampler = None
         self._lock = threading.Lock()
         self.result = {
             "engine": TcpEngine.name, "role": "client", "flow_id": spec.flow_id, "peer": spec.address,
@@ -242,7 +243,7 @@ class TcpClient(ClientFlow):
                 firsts = [os.sendfile(s.fileno(), self.zero_fd, 0, min(_FIRST_SEND, v or _FIRST_SEND))
                           for s, v in zip(self.socks, self._volumes)]
             result.update(start=start, first_byte=start, late_s=round(start - at, 6), realtime_start=rt)
-            sampler = _Sampler(self.socks, start, spec.interval)
+            sampler = self._sampler = _Sampler(self.socks, start, spec.interval)
             sampler.start()
             outcomes = [None] * len(self.socks)
             if len(self.socks) == 1:
@@ -328,6 +329,15 @@ class TcpClient(ClientFlow):
             if n == 0:
                 raise ConnectionError("the connection closed after %d bytes" % sent)
             sent += n
+
+    def progress(self):
+        """The latest interval sample (the sampler takes one every ``spec.interval`` s; no socket is read here)."""
+        last = {"t": 0.0, "bytes": 0, "gbps": None}
+        try:
+            last = self._sampler.samples[-1]
+        except (AttributeError, IndexError):  # not fired yet, or no sample yet (finish() may just have replaced it)
+            pass
+        return {"t": last["t"], "bytes": last["bytes"], "gbps": last["gbps"], "volume": self.spec.volume}
 
     def abort(self, reason):
         with self._lock:

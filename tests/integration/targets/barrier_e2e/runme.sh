@@ -22,6 +22,43 @@ ansible-playbook -i "$inv" aifabric.lab.elephant aifabric.lab.barrier \
   -e elephant_volume=1GB -e barrier_volume=750MB -e '{"barrier_throttles": {"worker3": "2gbit"}}' | tee "$work/out.txt"
 report=$(ls -d "$AIFABRIC_RUNS_DIR"/*/report.json | head -n1)
 python3 "$here/check_report.py" "$report" "$work/out.txt"
+# The same run's report.html in a real browser (headless Chromium; make setup-test installs it): no console error, no
+# request, a bar per flow as wide as its completion, the idle times, the straggler marked; report.png beside it
+# (AIFABRIC_E2E_ARTIFACTS=DIR keeps the page and its screenshot, the run directory goes with the lab).
+python3 "$here/../../../browser/check_html.py" "$(dirname "$report")"
+if [ -n "${AIFABRIC_E2E_ARTIFACTS:-}" ]; then
+  mkdir -p "$AIFABRIC_E2E_ARTIFACTS" && cp "$(dirname "$report")"/report.{html,png} "$AIFABRIC_E2E_ARTIFACTS"/
+fi
+
+# A gate broken on purpose, in a step whose throttled flow runs about 20 s: the play fails after the step with the
+# gate's figure, value and limit; junit.xml fails the step's case; the report shows the gate; and while the flows ran,
+# the controller printed their progress (bytes so far and rate per flow, the time left).
+set +e
+ansible-playbook -i "$inv" aifabric.lab.barrier -e barrier_volume=5GB -e barrier_timeout=90 \
+  -e '{"barrier_throttles": {"worker3": "2gbit"}, "barrier_expect": {"healthy_idle_share": 0.05, "step_vs_predicted": 1.5}}' \
+  > "$work/gate.txt" 2>&1
+rc=$?
+set -e
+test "$rc" -ne 0
+grep -q 'fatal: .*"msg": "step barrier: gate healthy_idle_share [0-9.]*% > 5.0% (mean idle share of the unthrottled workers; the straggler worker3: throttled to 2gbit' "$work/gate.txt"
+grep -q "  gate                   held   step_vs_predicted" "$work/gate.txt"
+grep -q "=== gates: 1 BROKEN" "$work/gate.txt"
+gate_run=$(dirname "$(grep -o 'report: .*report.json' "$work/gate.txt" | awk '{print $2}')")
+python3 - "$gate_run/junit.xml" "$work/gate.txt" <<'PY'
+import re, sys
+from xml.etree import ElementTree
+case = ElementTree.parse(sys.argv[1]).getroot().find("testsuite").find("testcase")
+failure = case.find("failure")
+assert failure is not None and failure.get("type") == "gate_broken", ElementTree.tostring(case)
+assert "healthy_idle_share" in failure.get("message")
+# progress: lines while the step ran, each flow's bytes growing (worker3's, the 20 s flow, until its end)
+lines = re.findall(r"^\[barrier +([0-9.]+) s\] (.*)$", open(sys.argv[2]).read(), re.M)
+w3 = [float(m.group(1)) * {"MB": 1e6, "GB": 1e9}[m.group(2)] for _, text in lines
+      for m in [re.search(r"worker3 ([0-9.]+) (MB|GB) [0-9.]+ Gb/s", text)] if m]
+assert len(w3) >= 3 and w3 == sorted(w3) and w3[-1] > w3[0], lines
+assert any("left at these rates" in text for _, text in lines), lines
+print("gate OK; %d progress lines over %s s, worker3 %.2f GB at the last" % (len(lines), lines[-1][0], w3[-1] / 1e9))
+PY
 
 # Someone else's traffic on worker1's link during the step: the application's bytes and the interface's books no
 # longer agree, and the report says so (8 KB UDP datagrams every 2 ms, about 4 MB/s, beside a 250 MB flow).
@@ -64,7 +101,8 @@ if grep -q '"kind":"htb"' <<<"$qdiscs"; then echo "the throttle was left on work
 # the sink's server counts 6 connections and every worker's figures hold as with one stream. This step has each host
 # start its own part (as over SSH) instead of one task for the whole netns lab: both ways run here.
 ansible-playbook -i "$inv" aifabric.lab.barrier -e barrier_volume=400MB -e barrier_streams=2 -e barrier_batch_start=false \
-  | tee "$work/streams.txt"
+  -e experiment_progress=false | tee "$work/streams.txt"
+if grep -q '^\[barrier ' "$work/streams.txt"; then echo "experiment_progress=false still printed progress"; exit 1; fi
 ran() {  # ran FILE TASK-NAME HOST: the task reported ok for the host in that playbook's output
   awk -v t="$2" '/^TASK \[/ {on = index($0, t) > 0} on' "$1" | grep -q "^ok: \[$3"
 }
@@ -86,9 +124,11 @@ PY
 # Re-render the first run's report from its files alone: the same report.json as the callback's, byte for byte.
 first_run=$(dirname "$report")
 cp "$first_run/report.json" "$work/callback-report.json"
-rm "$first_run/report.json" "$first_run/report.txt"
+cp "$first_run/report.html" "$work/callback-report.html"
+rm "$first_run/report.json" "$first_run/report.txt" "$first_run/report.html"
 ansible-playbook aifabric.lab.render_report -e run_dir="$first_run" > "$work/render.txt"
 cmp "$work/callback-report.json" "$first_run/report.json"
+cmp "$work/callback-report.html" "$first_run/report.html"
 grep -q "straggler              worker3: throttled to 2gbit" "$work/render.txt"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['steps'][1]['straggler']['host']=='worker3'" \
   "$first_run/report.json"

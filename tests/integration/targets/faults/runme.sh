@@ -67,7 +67,7 @@ run_step kill -e barrier_volume=3GB -e barrier_timeout=30
 wait_for 30 flows_running; sleep 3.5
 kill -9 $(ip netns pids ${P}worker1)
 wait "$pb" && exit 1 || true
-row "worker1's flow process killed (SIGKILL) mid-transfer" "$(ls -d "$runs"/*)" failed \
+row "worker1's flow process killed (SIGKILL) mid-transfer" "$(ls -d "$runs"/*/)" failed \
   worker1="its step process ended without a result" --kept worker2,worker3
 no_leftovers
 
@@ -77,7 +77,7 @@ wait_for 30 flows_running; sleep 3.5
 ip -n ${P}worker2 link set eth0 down
 wait "$pb" && exit 1 || true
 ip -n ${P}worker2 link set eth0 up
-row "worker2's link set down mid-transfer" "$(ls -d "$runs"/*)" failed worker2=timeout --kept worker1,worker3
+row "worker2's link set down mid-transfer" "$(ls -d "$runs"/*/)" failed worker2=timeout --kept worker1,worker3
 no_leftovers
 
 # 3. The sink's server never started: another process holds its port (accepts, never answers). First with one task
@@ -98,9 +98,9 @@ python3 -c '
 import json, os, sys
 steps = json.load(open(os.path.join(sys.argv[1], "report.json")))["steps"]
 assert [(s["step"], s["status"]) for s in steps] == [("barrier-1", "failed"), ("barrier-2", "failed")], steps
-' "$(ls -d "$runs"/*)"
+' "$(ls -d "$runs"/*/)"
 row "the sink's port held by another process (server never started; one task starts every part)" \
-  "$(ls -d "$runs"/*)" failed worker1="sink could not start its part" \
+  "$(ls -d "$runs"/*/)" failed worker1="sink could not start its part" \
   worker2="sink could not start its part" worker3="sink could not start its part"
 no_leftovers
 hold_port
@@ -109,7 +109,7 @@ wait "$pb" && exit 1 || true
 kill "$impostor"; wait "$impostor" 2>/dev/null || true
 grep -q "cannot start the tcp server on 198.18.6.1:18600" "$runs.log"
 row "the sink's port held by another process (server never started; each host starts its part)" \
-  "$(ls -d "$runs"/*)" failed \
+  "$(ls -d "$runs"/*/)" failed \
   worker1="the rendezvous on sink is not running" worker2="the rendezvous on sink is not running" \
   worker3="the rendezvous on sink is not running"
 no_leftovers
@@ -117,7 +117,7 @@ no_leftovers
 # 4. A worker the controller never reaches (left out of the play): the step is aborted at once, nothing is sent.
 run_step absent -e barrier_volume=200MB --limit sink,worker1,worker2
 wait "$pb" && exit 1 || true
-row "worker3 never started its part (not in the play)" "$(ls -d "$runs"/*)" failed \
+row "worker3 never started its part (not in the play)" "$(ls -d "$runs"/*/)" failed \
   worker1="worker3 failed before arming" worker2="worker3 failed before arming" worker3="did not arm"
 no_leftovers
 
@@ -126,7 +126,7 @@ RUNS_DIR_OVERRIDE=/proc/aifabric-runs run_step unwritable -e barrier_volume=200M
 wait "$pb"
 fallback=$(grep -o "writing this run's results to [^ ]*" "$runs.log" | awk '{print $NF}')
 test -d "$fallback"
-row "runs_dir not writable (set to /proc/...)" "$(ls -d "$fallback"/*)" ok --kept worker1,worker2,worker3
+row "runs_dir not writable (set to /proc/...)" "$(ls -d "$fallback"/*/)" ok --kept worker1,worker2,worker3
 rm -rf "$fallback"
 no_leftovers
 

@@ -47,8 +47,10 @@ class Display:
 def callback(tmp_path):
     cb = CallbackModule()
     # the options as Ansible's config would resolve them (the plugin loader is not involved in a unit test)
-    cb._plugin_options = {"runs_dir": str(tmp_path / "runs"), "show_json_path": True}
+    cb._plugin_options = {"runs_dir": str(tmp_path / "runs"), "show_json_path": True, "history": True,
+                          "history_db": str(tmp_path / "runs" / "history.sqlite")}
     cb._runs_dir, cb._show_json_path = cb._plugin_options["runs_dir"], True
+    cb._history_on, cb._history_db = True, cb._plugin_options["history_db"]
     cb._display = Display()
     return cb
 
@@ -58,10 +60,12 @@ PLAN = plan({"name": "barrier", "throttles": {"w2": "2gbit"}}, {"workers": ["w1"
              "w2": {"lab_address": "198.18.0.12"}})
 
 
-def plan_result():
-    """The experiment role's set_stats task, as Ansible hands it to a callback: the plan and the throttles' results."""
+def plan_result(baseline=None):
+    """The experiment role's set_stats task, as Ansible hands it to a callback: the plan and the throttles' results
+    (and the baseline run the history gave, when the experiment has a vs_baseline gate)."""
     data = {"aifabric_lab_plan": {"plan": PLAN, "throttles": [
-        {"item": "w2", "changed": True, "mechanism": "tc", "description": "tc htb on eth0's egress", "flow_args": {}}]}}
+        {"item": "w2", "changed": True, "mechanism": "tc", "description": "tc htb on eth0's egress", "flow_args": {}}],
+        "baseline": baseline or {}}}
     return Result("sink", "ansible.builtin.set_stats", {"data": data},
                   {"changed": False, "ansible_stats": {"data": data, "per_host": False, "aggregate": False}})
 
@@ -234,7 +238,8 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     from ansible_collections.aifabric.lab.plugins.filter.barrier import report_files
 
     files = report_files(run_report(path))
-    assert sorted(files) == ["flows.csv", "junit.xml", "report.json", "report.md", "report.txt", "steps.csv"]
+    assert sorted(files) == ["flows.csv", "junit.xml", "report.html", "report.json", "report.md", "report.txt",
+                             "steps.csv"]
     for name, text in files.items():  # every file the callback wrote is the filter's, byte for byte
         assert open(os.path.join(path, name)).read() == text, name
     render_run(path)  # the re-render, writing the files again
@@ -244,6 +249,35 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     shutil.copytree(path, copy)
     render_run(copy)
     assert json.loads(open(os.path.join(copy, "report.json")).read()) == dict(json.loads(written), run_dir=copy)
+
+
+def test_every_run_is_recorded_in_the_history_and_a_broken_history_only_warns(callback, tmp_path):
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._history import get_run
+
+    callback.v2_runner_on_ok(plan_result())
+    callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
+                                    {"step": record()}))
+    callback.v2_playbook_on_stats(None)
+    path = run_dir(callback)
+    run = get_run(callback._history_db, "latest")
+    assert run["path"] == os.path.abspath(path) and [s["step"] for s in run["steps"]] == ["barrier"]
+    assert ["w2 throttle", "2gbit (tc htb on eth0's egress)"] in run["config"]
+    printed = "\n".join(str(line) for line in callback._display.lines)
+    assert "history: run %s recorded in %s" % (run["id"], callback._history_db) in printed
+    # a history that cannot be written (its path is a directory) costs the run nothing: a warning, the report kept
+    callback._history_db = str(tmp_path)
+    callback._record_history(json.load(open(os.path.join(path, "report.json"))))
+    assert "the run was not recorded in the history %s" % tmp_path in str(callback._display.lines[-1])
+    assert os.path.exists(os.path.join(path, "report.json"))
+
+
+def test_the_baseline_run_of_the_plan_is_kept_in_plan_json(callback):
+    baseline = {"run": "20261130T110734-demo", "steps": {"barrier": 8.06}, "p50_step_s": 8.06}
+    callback.v2_runner_on_ok(plan_result(baseline=baseline))
+    callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
+                                    {"step": record()}))
+    saved = json.load(open(os.path.join(run_dir(callback), "plan.json")))
+    assert saved["experiments"][0]["baseline"] == baseline
 
 
 def test_the_in_memory_report_is_the_run_directorys_when_nothing_could_be_written(callback, tmp_path):

@@ -14,9 +14,9 @@ HOSTVARS = {"sink": dict(NETNS, lab_address="198.18.0.1"), "w1": dict(NETNS, lab
 
 
 def test_every_filter_is_registered():
-    assert sorted(F) == ["barrier_analysis", "counters_diff", "fair_share", "flow_plan", "flow_step_args",
-                         "flow_step_batch_args", "netns_lab_hosts", "rate_bps", "render_run", "report_files",
-                         "report_json", "report_text", "run_report"]
+    assert sorted(F) == ["barrier_analysis", "barrier_gates", "counters_diff", "fair_share", "flow_plan",
+                         "flow_step_args", "flow_step_batch_args", "netns_lab_hosts", "rate_bps", "render_run",
+                         "report_files", "report_json", "report_text", "run_report"]
 
 
 def test_the_seed_through_the_filters():

@@ -239,3 +239,51 @@ def test_bad_input_names_the_parameter(lab_factory, change, message):
             params[key] = value
     with pytest.raises(FlowError, match=message):
         step_module.build_part(params)
+
+
+def test_a_watched_step_reports_its_flows_progress_while_they_run(lab_factory):
+    """The controller's progress queries (what the flow_step action shows once a second): the first one lets the step
+    fire and is answered once the flows run; later ones carry each flow's latest interval sample; the step ends done,
+    and its record is collected as usual."""
+    lab = lab_factory(["sink", "w1", "w2"])
+    lab.start("sink", servers=[lab.server(2, volume=None)])
+    lab.start("w1", clients=[lab.client("w1", volume=None, duration=2.5)], interval=0.5)
+    lab.start("w2", clients=[lab.client("w2", volume=None, duration=2.5)], interval=0.5)
+    part = lab.part("sink")
+    first = _step.progress(part, lab.state_dir, watch=True)
+    assert first["phase"] == "running" and first["done"] is False and first["elapsed_s"] >= 0.3
+    answers, end = [], time.time() + 60
+    while time.time() < end:
+        answer = _step.progress(part, lab.state_dir)
+        if answer["done"]:
+            break
+        answers.append(answer)
+        time.sleep(0.3)
+    assert answers, "the step ended before a second query"
+    sampled = [f for a in answers for f in a["flows"] if f.get("bytes")]
+    # each flow's interval samples reached the controller while it ran (the first at 0.5 s of a 2.5 s flow)
+    assert {f["flow_id"] for f in sampled} == {"w1", "w2"}
+    assert all(f["gbps"] > 0 and f["volume"] is None and f["share"] is None for f in sampled)
+    assert answers[-1]["hosts"] == 3
+    record = lab.collect()
+    assert record["status"] == "ok", record.get("error")
+    assert _step.progress(part, lab.state_dir)["done"] is True  # nobody listens any more: done
+    assert wait_gone(lab.pids)
+
+
+def test_progress_says_how_long_the_slowest_flow_needs_at_its_rate():
+    answer = {"phase": "running", "now": 103.0, "fire_at": 100.0, "expected": ["sink", "w1", "w2", "w3"],
+              "done": ["w1"],
+              "parties": {"w1": {"t": 2.0, "flows": {"w1": {"t": 2.0, "bytes": 10**9, "gbps": 4.0, "volume": 10**9}}},
+                          "w2": {"t": 2.5, "flows": {"w2": {"t": 2.5, "bytes": 5 * 10**8, "gbps": 2.0,
+                                                            "volume": 10**9}}},
+                          "w3": {"t": 2.5, "flows": {"w3": None}}}}
+    out = _step.summarize_progress(answer)
+    flows = {f["flow_id"]: f for f in out["flows"]}
+    assert flows["w1"]["done"] and flows["w1"]["remaining_s"] == 0.0
+    # 500 MB left at 2 Gb/s = 2 s from its sample, taken 0.5 s ago
+    assert flows["w2"]["share"] == 0.5 and flows["w2"]["remaining_s"] == 1.5
+    assert "bytes" not in flows["w3"] and out["remaining_s"] is None  # a flow without samples: no estimate
+    assert out["elapsed_s"] == 3.0 and out["hosts_done"] == 1 and out["hosts"] == 4
+    del answer["parties"]["w3"]
+    assert _step.summarize_progress(answer)["remaining_s"] == 1.5

@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the run history (``plugin_utils/_history``): record a run, list the runs, compare two, as text."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import sqlite3
+
+from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
+from ansible_collections.aifabric.lab.plugins.plugin_utils import _history
+
+_display = Display()
+
+
+def _warn(message):
+    _display.warning("history: %s" % message)
+
+
+def _db(db, runs_dir, name):
+    if db in (None, ""):
+        if not runs_dir:
+            raise AnsibleFilterError("%s: give db (the history file, e.g. runs/history.sqlite) or runs_dir" % name)
+        return _history.default_db_path(str(runs_dir))
+    return str(db)
+
+
+def _call(name, function, *args, **kwargs):
+    try:
+        return function(*args, notify=_warn, **kwargs)
+    except _history.HistoryError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc)) from None
+    except (OSError, sqlite3.Error) as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc)) from None
+
+
+def history_record(run_dir, db=None, runs_dir=None):
+    if not run_dir:
+        raise AnsibleFilterError("history_record: give a run directory (runs/<stamp>-<playbook>)")
+    runs_dir = runs_dir or os.path.dirname(os.path.abspath(str(run_dir)))
+    return _call("history_record", _history.record_run, _db(db, runs_dir, "history_record"), str(run_dir),
+                 runs_dir=str(runs_dir))
+
+
+def history_rebuild(runs_dir, db=None):
+    if not runs_dir:
+        raise AnsibleFilterError("history_rebuild: give the directory that holds the run directories (runs)")
+    if not os.path.isdir(str(runs_dir)):
+        raise AnsibleFilterError("history_rebuild: runs_dir %s is not a directory; give the directory that holds the "
+                                 "run directories (runs)" % runs_dir)
+    return _call("history_rebuild", _history.rebuild, _db(db, runs_dir, "history_rebuild"), runs_dir=str(runs_dir))
+
+
+def history_runs(db, limit=None, runs_dir=None, sync=True):
+    return _call("history_runs", _history.list_runs, _db(db, runs_dir, "history_runs"), limit=limit,
+                 runs_dir=runs_dir, sync=bool(sync))
+
+
+def history_table(rows):
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "id" in r for r in rows):
+        raise AnsibleFilterError("history_table: give the history_runs filter's result (a list of runs)")
+    return _history.render_history(rows)
+
+
+def history_compare(db, a="latest~1", b="latest", runs_dir=None):
+    return _call("history_compare", _history.compare, _db(db, runs_dir, "history_compare"), a=a, b=b,
+                 runs_dir=runs_dir)
+
+
+def _diff(diff, name):
+    if not isinstance(diff, dict) or not {"a", "b", "config", "steps"} <= set(diff):
+        raise AnsibleFilterError("%s: give the history_compare filter's result" % name)
+    return diff
+
+
+def history_compare_text(diff):
+    return _history.render_compare(_diff(diff, "history_compare_text"))
+
+
+def history_compare_files(diff):
+    return _history.compare_files(_diff(diff, "history_compare_files"))
+
+
+def _callback_setting(key, env, default=None):
+    """One of the barrier_report callback's settings, read as Ansible reads it for the callback: its environment
+    variable (relative to the working directory), else ansible.cfg's [aifabric_barrier_report] (a relative path is
+    relative to the ansible.cfg), else ``default``."""
+    if os.environ.get(env):
+        return os.environ[env]
+    from ansible import constants as C
+
+    path = getattr(C.config, "_config_file", None)
+    if path:
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(path)
+        except configparser.Error:
+            return default
+        value = parser.get("aifabric_barrier_report", key, fallback=None)
+        if value:
+            return os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(value))
+    return default
+
+
+def history_baseline(the_plan, db=None, runs_dir=None):
+    if not isinstance(the_plan, dict) or "steps" not in the_plan:
+        raise AnsibleFilterError("history_baseline: give the flow_plan filter's result")
+    runs_dir = runs_dir or _callback_setting("runs_dir", "AIFABRIC_RUNS_DIR", "runs")
+    db = db or _callback_setting("history_db", "AIFABRIC_HISTORY_DB")
+    if not os.path.isdir(str(runs_dir)):
+        return {"reason": "no run history yet (%s does not exist)" % runs_dir}
+    ref = (the_plan.get("expect") or {}).get("baseline")
+    return _call("history_baseline", _history.baseline_run, _db(db, runs_dir, "history_baseline"),
+                 the_plan["steps"], ref=ref, runs_dir=str(runs_dir))
+
+
+class FilterModule:
+    def filters(self):
+        return {"history_baseline": history_baseline, "history_record": history_record,
+                "history_rebuild": history_rebuild, "history_runs": history_runs,
+                "history_table": history_table, "history_compare": history_compare,
+                "history_compare_text": history_compare_text, "history_compare_files": history_compare_files}

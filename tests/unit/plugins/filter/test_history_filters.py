@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+"""The history filters as a play calls them: bad input is an AnsibleFilterError naming the filter, the parameter and
+the fix; what the history says while it works (a database rebuilt) is an Ansible warning."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.aifabric.lab.plugins.filter import history as history_filters
+from ansible_collections.aifabric.lab.plugins.filter.history import FilterModule
+
+F = FilterModule().filters()
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "plugin_utils", "fixtures", "history")
+RUNS = ("20261130T180103-demo", "20261130T185009-demo")
+
+
+@pytest.fixture
+def runs(tmp_path):
+    for name in RUNS:
+        shutil.copytree(os.path.join(FIXTURES, name), str(tmp_path / "runs" / name))
+    return tmp_path / "runs"
+
+
+@pytest.fixture
+def warnings(monkeypatch):
+    said = []
+    monkeypatch.setattr(history_filters._display, "warning", said.append)
+    return said
+
+
+def test_every_filter_is_registered():
+    assert sorted(F) == ["history_baseline", "history_compare", "history_compare_files", "history_compare_text",
+                         "history_rebuild", "history_record", "history_runs", "history_table"]
+
+
+def test_record_list_and_compare_through_the_filters(runs, warnings):
+    db = str(runs / "history.sqlite")
+    out = F["history_record"](str(runs / RUNS[0]))  # db: <runs_dir>/history.sqlite, runs_dir: the run's parent
+    assert out["id"] == RUNS[0] and out["db"] == db
+    assert warnings == ["history: history database %s did not exist: built it from 2 run directories under %s"
+                        % (db, runs)]
+    rows = F["history_runs"](db, limit=5)
+    assert [r["id"] for r in rows] == list(RUNS)
+    assert F["history_table"](rows).splitlines()[2].startswith("latest    20261130T185009-demo")
+    diff = F["history_compare"](db)  # latest~1 -> latest
+    assert (diff["a"]["id"], diff["b"]["id"]) == RUNS
+    assert F["history_compare_text"](diff).startswith("compare A %s -> B %s\n" % RUNS)
+    assert sorted(F["history_compare_files"](diff)) == ["%s__%s.json" % RUNS, "%s__%s.txt" % RUNS]
+    assert F["history_rebuild"](str(runs))["runs"] == 2
+
+
+def test_a_corrupt_database_is_a_warning_not_a_failure(runs, warnings):
+    (runs / "history.sqlite").write_bytes(b"\x00garbage" * 100)
+    assert len(F["history_runs"](str(runs / "history.sqlite"))) == 2
+    assert "is corrupt (file is not a database): moved it aside to %s.corrupt-" % (runs / "history.sqlite") \
+        in warnings[0]
+
+
+@pytest.mark.parametrize("name, args, kwargs, message", [
+    ("history_record", ("",), {}, "history_record: give a run directory"),
+    ("history_record", ("{tmp}/nowhere",), {"db": "{tmp}/h.sqlite"},
+     "history_record: run_dir: {tmp}/nowhere is not a directory; give a run directory"),
+    ("history_rebuild", ("{tmp}/nowhere",), {}, "history_rebuild: runs_dir {tmp}/nowhere is not a directory"),
+    ("history_runs", (None,), {}, "history_runs: give db (the history file, e.g. runs/history.sqlite) or runs_dir"),
+    ("history_runs", ("{tmp}/h.sqlite",), {"limit": "ten"},
+     "history_runs: limit: 'ten' is not a number of runs; give a positive integer"),
+    ("history_runs", ("{tmp}",), {}, "history_runs: history database {tmp} is a directory; give a file path"),
+    ("history_compare", ("{tmp}/h.sqlite",), {"a": "xyz"},
+     "history_compare: a: no run matches 'xyz' in h.sqlite: give a run id (make history lists them), a run "
+     "directory or latest~N"),
+    ("history_compare", ("{tmp}/h.sqlite",), {"a": "latest~7"}, "history_compare: a: latest~7, but h.sqlite holds no "
+                                                                "runs yet: run an experiment (make demo), or give "
+                                                                "runs_dir"),
+    ("history_table", ("not rows",), {}, "history_table: give the history_runs filter's result"),
+    ("history_compare_text", ({"a": 1},), {}, "history_compare_text: give the history_compare filter's result"),
+    ("history_compare_files", ([],), {}, "history_compare_files: give the history_compare filter's result"),
+])
+def test_bad_input_names_the_filter_and_the_fix(tmp_path, warnings, name, args, kwargs, message):
+    tmp = str(tmp_path)
+    args = tuple(a.format(tmp=tmp) if isinstance(a, str) else a for a in args)
+    kwargs = {k: v.format(tmp=tmp) if isinstance(v, str) else v for k, v in kwargs.items()}
+    with pytest.raises(AnsibleFilterError) as err:
+        F[name](*args, **kwargs)
+    assert str(err.value).startswith(message.format(tmp=tmp))
+
+
+def test_the_baseline_of_a_vs_baseline_gate_is_the_latest_run_with_the_step(runs, warnings):
+    db = str(runs / "history.sqlite")
+    for name in RUNS:
+        F["history_record"](str(runs / name))
+    the_plan = {"steps": ["barrier"], "expect": {"vs_baseline": 0.95}}
+    base = F["history_baseline"](the_plan, db, str(runs))
+    assert base["run"] == sorted(RUNS)[-1] and set(base["steps"]) == {"barrier"}
+    assert base["p50_step_s"] == base["steps"]["barrier"]
+    # a named baseline run, and one the history does not hold: the error names the field and the fix
+    older = F["history_baseline"](dict(the_plan, expect={"vs_baseline": 0.95, "baseline": "latest~1"}), db, str(runs))
+    assert older["run"] == sorted(RUNS)[0]
+    with pytest.raises(AnsibleFilterError, match="expect.baseline: no run matches 'nope'"):
+        F["history_baseline"](dict(the_plan, expect={"vs_baseline": 0.95, "baseline": "nope"}), db, str(runs))
+    # no run has the step: said, not failed
+    assert "no run in history.sqlite has a completed step ring" in F["history_baseline"](
+        {"steps": ["ring"], "expect": {"vs_baseline": 0.95}}, db, str(runs))["reason"]
+    assert "no run history yet" in F["history_baseline"](the_plan, None, str(runs / "nowhere"))["reason"]
