@@ -53,12 +53,10 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         wrap_async = self._task.async_val and not self._connection.has_native_async
         try:
+            # (with hosts that will never arm, ``missing``, the collect aborts the step at once: nothing to show)
             if (args.get("state") == "collected" and boolean(args.get("progress", False), strict=False)
-                    and not self._task.check_mode and not self._task.async_val):
-                try:
-                    self._show_progress(args, task_vars)
-                except Exception as exc:  # noqa: BLE001  the display is a courtesy: the collect below is the step
-                    display.warning("flow_step: progress display stopped (%s); collecting the step" % (exc,))
+                    and not args.get("missing") and not self._task.check_mode and not self._task.async_val):
+                self._show_progress(args, task_vars)
             result.update(self._execute_module(module_args=args, task_vars=task_vars, wrap_async=wrap_async))
         finally:
             if not wrap_async:
@@ -68,6 +66,13 @@ class ActionModule(ActionBase):
     def _show_progress(self, args, task_vars):
         """Query the coordinating host until the step has ended, printing a line per answer once the flows have run
         a second. Any trouble ends the display (never the step): the collect that follows reports what happened."""
+        try:
+            self._watch(args, task_vars)
+        except Exception as exc:  # noqa: BLE001  the display is a courtesy: the collect that follows is the step
+            display.warning("flow_step: the progress display stopped (%s: %s); collecting the step"
+                            % (type(exc).__name__, exc))
+
+    def _watch(self, args, task_vars):
         step = args.get("step") or self._task.get_name()
         wait = args.get("wait") or (float(args.get("arm_timeout") or 60.0) + float(args.get("timeout") or 300.0))
         deadline = time.time() + float(wait) + GRACE

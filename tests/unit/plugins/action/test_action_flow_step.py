@@ -48,3 +48,43 @@ def test_a_failed_query_ends_the_display_not_the_step(monkeypatch):
     act = Scripted([{"failed": True, "msg": "unreachable"}])
     act._show_progress({"state": "collected", "step": "s", "timeout": 10}, {})
     assert len(act.queries) == 1
+
+
+def test_trouble_in_the_display_is_a_warning_and_the_step_is_still_collected(monkeypatch):
+    warned = []
+    monkeypatch.setattr(action.display, "warning", warned.append)
+
+    class Broken(Scripted):
+        def _execute_module(self, module_args=None, task_vars=None, **kw):
+            raise ConnectionError("the coordinating host went away")
+
+    Broken([])._show_progress({"state": "collected", "step": "s", "timeout": 10}, {})
+    assert warned == ["flow_step: the progress display stopped (ConnectionError: the coordinating host went away); "
+                      "collecting the step"]
+
+
+def test_a_step_with_hosts_that_never_arm_is_collected_at_once_without_a_display(monkeypatch):
+    """``missing`` hosts: the collect aborts the step at once; watching it first would wait for the arm timeout."""
+
+    class Run(action.ActionModule):
+        def __init__(self, args):  # noqa: D107
+            self._task = type("Task", (), {"args": args, "check_mode": False, "async_val": 0})()
+            self._connection = type("Conn", (), {"has_native_async": False,
+                                                 "_shell": type("Shell", (), {"tmpdir": None})()})()
+            self.calls = []
+
+        def _execute_module(self, module_args=None, task_vars=None, **kw):
+            self.calls.append(module_args["state"])
+            return {"step": {"status": "aborted"}}
+
+        def _remove_tmp_path(self, path):
+            pass
+
+    monkeypatch.setattr(action.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    act = Run({"state": "collected", "step": "s", "progress": True, "missing": ["worker3"]})
+    assert act.run(task_vars={}) == {"step": {"status": "aborted"}}
+    assert act.calls == ["collected"]
+    act = Run({"state": "collected", "step": "s", "progress": True, "missing": []})
+    monkeypatch.setattr(act, "_show_progress", lambda args, task_vars: act.calls.append("progress"))
+    act.run(task_vars={})
+    assert act.calls == ["progress", "collected"]

@@ -315,3 +315,29 @@ def test_a_plain_flow_task_describes_its_step_with_annotations(callback):
     # by hand: two 1 GB flows share the 8gbit link, 4 Gb/s each on the wire (payload share 8948/9014), and finish
     # together at 8e9 / (4e9 x 8948/9014) = 2.0148 s
     assert step["predicted_step_s"] == pytest.approx(16e9 / (8e9 * 8948 / 9014), abs=1e-4)
+
+
+@pytest.mark.parametrize("history_db, expect", [
+    (None, "{runs}/history.sqlite"),  # unset: beside the run directories
+    ("", "{runs}/history.sqlite"),
+    ("{tmp}/elsewhere/h.sqlite", "{tmp}/elsewhere/h.sqlite"),
+])
+def test_the_history_db_option_as_ansible_resolves_it(tmp_path, monkeypatch, history_db, expect):
+    """Through Ansible's own configuration (the options from DOCUMENTATION, the environment as a user sets it): an
+    empty history_db is the default beside the runs, never the working directory."""
+    import yaml
+    from ansible import constants as C
+    from ansible_collections.aifabric.lab.plugins.callback import barrier_report
+
+    options = yaml.safe_load(barrier_report.DOCUMENTATION)["options"]
+    C.config.initialize_plugin_configuration_definitions("callback", "aifabric_test_barrier_report", options)
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("AIFABRIC_RUNS_DIR", str(runs))
+    monkeypatch.delenv("AIFABRIC_HISTORY_DB", raising=False)
+    if history_db is not None:
+        monkeypatch.setenv("AIFABRIC_HISTORY_DB", history_db.format(tmp=tmp_path))
+    cb = CallbackModule()
+    cb._load_name = "aifabric_test_barrier_report"
+    cb.set_options()
+    assert cb._history_on is True
+    assert cb._history_db == expect.format(runs=runs, tmp=tmp_path)

@@ -131,3 +131,30 @@ def test_a_party_that_leaves_after_arming_fails_the_step_by_name():
     assert seen_a == {"abort": {"op": "abort", "error": record["error"]}}
     assert seen_b == {}
     assert record["hosts"] == {}
+
+
+def test_a_large_message_leaves_whole_after_a_short_poll():
+    """A host polls for an abort with a millisecond timeout while its flows run, then sends its whole result: the
+    send must not inherit the poll's timeout."""
+    a, b = socket.socketpair()
+    received = []
+
+    def slow_reader():
+        time.sleep(0.3)
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = b.recv(1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+        received.append(buf)
+
+    reader = threading.Thread(target=slow_reader, daemon=True)
+    reader.start()
+    channel = Channel(a)
+    assert channel.recv(0.002) is None  # the poll times out, as poll_abort's do
+    channel.send("result", result={"payload": "x" * (4 << 20)})
+    reader.join(10)
+    assert len(received[0]) > 4 << 20
+    a.close()
+    b.close()

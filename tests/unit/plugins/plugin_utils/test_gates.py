@@ -152,3 +152,12 @@ def test_the_roles_filter_breaks_the_same_gates_as_the_report():
     assert barrier_gates([record], dict(the_plan, expect={})) == []
     with pytest.raises(AnsibleFilterError, match="flow_plan filter's result"):
         barrier_gates([record], {"hosts": {}})
+
+
+def test_counters_of_a_worker_not_read_leave_the_gate_not_checked():
+    step = {"step": "s", "status": "ok", "step_s": 1.0, "workers": [{"host": "w1"}, {"host": "w2"}],
+            "counters": {"hosts": {"w1": {"errors": {}}}, "disagreements": [], "verdict": "all error counters zero"}}
+    (entry,) = evaluate(step, {"counters": "clean"})
+    assert entry["ok"] is None and "no counters of w2" in entry["message"]
+    step["counters"]["hosts"]["w2"] = {"missing": "only one of the two snapshots arrived"}
+    assert evaluate(step, {"counters": "errors_zero"})[0]["ok"] is None
