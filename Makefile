@@ -127,10 +127,11 @@ lint: setup-test ## ruff and ansible-lint (production profile)
 	$(BIN)/ruff check plugins tests benchmarks
 	$(BIN)/ansible-lint --profile production roles playbooks
 
-benchmarks: setup-test ## start skew, goodput, engine and flow-simulator figures (printed, not asserted)
+benchmarks: setup-test ## start skew, goodput, engine, progress and flow-simulator figures (printed, not asserted)
 	$(BIN)/python benchmarks/start_skew.py
 	$(BIN)/python benchmarks/goodput.py
 	$(BIN)/python benchmarks/engine_vs_iperf3.py
+	$(BIN)/python benchmarks/progress.py
 	$(BIN)/python benchmarks/simulator.py
 
 install-check: setup-test ## build the collection, install it into an empty path and use it from there
