@@ -20,7 +20,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
-        history history-rebuild compare
+        history history-rebuild compare fabric-demo fabric-seeds
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -67,6 +67,15 @@ setup-test: setup .stamps/venv-test ## install the test tooling too
 demo: setup ## run the seed's barrier experiment on the embedded netns lab (UNTHROTTLED=1: nobody throttled)
 	@trap 'ansible-playbook playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
 	  ansible-playbook playbooks/demo.yml $(if $(UNTHROTTLED),-e '{"barrier_throttles": {}}')
+
+fabric-demo: setup ## elephants on a 2-leaf, 4-spine fabric: collisions, and what spreads them, side by side
+	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/fabric playbooks/fabric_demo.yml -e experiment_progress=false
+
+fabric-seeds: setup ## the fabric's step over 20 hash seeds: measured vs simulator vs formula (SEEDS=20)
+	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/fabric playbooks/fabric_up.yml >/dev/null && \
+	  ansible-playbook -i inventories/fabric playbooks/fabric_seeds.yml -e fabric_seeds=$(or $(SEEDS),20)
 
 lab-up: setup ## bring the netns lab up (and leave it up)
 	ansible-playbook playbooks/lab_up.yml
@@ -127,12 +136,13 @@ lint: setup-test ## ruff and ansible-lint (production profile)
 	$(BIN)/ruff check plugins tests benchmarks
 	$(BIN)/ansible-lint --profile production roles playbooks
 
-benchmarks: setup-test ## start skew, goodput, engine, progress and flow-simulator figures (printed, not asserted)
+benchmarks: setup-test ## start skew, goodput, engine, progress, flow-simulator and fabric-lab figures (printed, not asserted)
 	$(BIN)/python benchmarks/start_skew.py
 	$(BIN)/python benchmarks/goodput.py
 	$(BIN)/python benchmarks/engine_vs_iperf3.py
 	$(BIN)/python benchmarks/progress.py
 	$(BIN)/python benchmarks/simulator.py
+	$(BIN)/python benchmarks/fabric.py
 
 install-check: setup-test ## build the collection, install it into an empty path and use it from there
 	bash tests/build/install_check.sh

@@ -108,6 +108,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._run import (
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
+_FABRIC_ACTIONS = frozenset(("aifabric.lab.fabric_paths", "fabric_paths"))
 _STATS_ACTIONS = frozenset(("ansible.builtin.set_stats", "set_stats", "ansible.legacy.set_stats"))
 PLAN_STAT = "aifabric_lab_plan"  # the experiment role's set_stats key: {plan: flow_plan's result, throttles: [...]}
 
@@ -180,6 +181,7 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self._steps = {}
         self._counters = {}
+        self._fabric_before = {}
         self._starts = {}
         self._plans = {}  # step -> StepPlan, from the experiments' plans
         self._plan_record = {"schema_version": PLAN_SCHEMA_VERSION, "experiments": [], "steps": {}, "lab": {
@@ -288,6 +290,19 @@ class CallbackModule(CallbackBase):
             self._starts[step] = _start_summary(record)
             self._write("add_start", step, self._starts[step])
 
+    def _add_fabric_counters(self, data):
+        """The fabric lab's switches' snapshots (fabric_paths with step and label): before is kept until after."""
+        step, label, switches = data.get("step"), data.get("label"), data.get("switches")
+        if not step or not isinstance(switches, dict):
+            return
+        if label == "before":
+            self._fabric_before[step] = switches
+            return
+        before = self._fabric_before.pop(step, {})
+        for switch, after in sorted(switches.items()):
+            if switch in before:
+                self._add_counters(step, switch, {"before": before[switch], "after": after})
+
     def _record_step_task(self, result, unreachable=False, failed=False):
         res = result._result
         if "results" in res:
@@ -333,6 +348,10 @@ class CallbackModule(CallbackBase):
             data = (result._result.get("ansible_stats") or {}).get("data") or {}
             if isinstance(data.get(PLAN_STAT), dict):
                 self._add_plan(data[PLAN_STAT])
+            return
+        if task.action in _FABRIC_ACTIONS and not (failed or status_override):
+            if isinstance(result._result.get("fabric_counters"), dict):
+                self._add_fabric_counters(result._result["fabric_counters"])
             return
         if task.action in _STEP_ACTIONS:
             # (ansible-core 2.19 hands a failed task's result to v2_runner_on_failed without its "failed" key)

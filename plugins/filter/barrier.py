@@ -54,10 +54,10 @@ def fair_share(flows, links, volumes=None):
 
 
 def flow_plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch", interface="eth0",
-              rdma_device=None):
+              rdma_device=None, fabric=None):
     try:
         return plan(experiment, groups, hostvars, line_rate=line_rate, mtu=int(mtu), switch=switch,
-                    interface=interface or "eth0", rdma_device=rdma_device or None)
+                    interface=interface or "eth0", rdma_device=rdma_device or None, fabric=fabric or None)
     except ExperimentError as exc:
         raise AnsibleFilterError("flow_plan: %s" % exc) from None
 

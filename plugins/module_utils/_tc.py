@@ -14,6 +14,10 @@ The shaper's layout, on the device (egress) or on an ifb device that the device'
   it receives) ahead of the queued data and outside the rate: a throttle slows what the host sends, not the flows
   it receives (without it, their ACKs wait behind a queue of the host's own data, hundreds of milliseconds at a
   throttled rate, and those flows crawl).
+  With ``fair_share_ports`` (K, a power of two), one child class per bucket of the TCP source port (``sport mod K``,
+  u32 on the IPv4 TCP header, classes ``1:11``...): max-min fair between flows whose source ports fall in distinct
+  buckets, as the fabric lab chooses them (every stream of a step in a bucket of its own), so that the flows that an
+  ECMP hash puts on one link share it as the fair-share model says, whoever sends them.
 * ``tbf``: a single token bucket. Its netlink message carries a 32-bit byte rate, so it stops at 34.3gbit.
 
 ``read_shaper`` returns the same shape as ``desired_shaper`` builds, so ``changed`` is one comparison.
@@ -35,6 +39,8 @@ FIRST_SOURCE_CLASS = 0x10011  # 1:11
 ACK_CLASS = 0x10002  # 1:2: small TCP segments (ACKs) beside the rate, with ack_priority
 # an IPv4 TCP packet of less than 128 bytes: a pure ACK (or SYN/FIN), never a data segment of a bulk flow
 ACK_KEYS = ["0x00060000/0x00ff0000+8", "0x00000000/0x0000ff80+0"]
+TCP_KEY = "0x00060000/0x00ff0000+8"  # IPv4 protocol TCP
+PORT_OFFSET = 20  # the TCP ports (source, destination) of an IPv4 header without options
 INGRESS_HANDLE = 0xFFFF0000
 TC_H_ROOT = 0xFFFFFFFF
 TBF_MAX_BPS = (2**32 - 1) * 8
@@ -61,6 +67,8 @@ def same_shaper(current, desired):
     for key in FAIR_KEYS:
         if (current.get(key) or []) != (desired.get(key) or []):
             return False
+    if (current.get("fair_share_ports") or 0) != (desired.get("fair_share_ports") or 0):
+        return False
     if bool(current.get("ack_priority")) != bool(desired.get("ack_priority")):
         return False
     if current.get("burst") is not None and abs(current["burst"] - desired["burst"]) > max(64, desired["burst"] * 0.01):
@@ -102,6 +110,13 @@ def desired_shaper(params, mtu=1500):
     if fair["fair_share_sources"] and fair["fair_share_destinations"]:
         raise ShapeError("fair_share_sources and fair_share_destinations: give one (a port's arbiter shares it by "
                          "who sends or by whom it sends to, not both)")
+    ports = params.get("fair_share_ports") or 0
+    if ports:
+        if qdisc != "htb" or ports & (ports - 1) or not 2 <= ports <= 256:
+            raise ShapeError("fair_share_ports: %r; give a power of two from 2 to 256 (buckets of the source port), "
+                             "with qdisc: htb" % (ports,))
+        if any(fair.values()):
+            raise ShapeError("fair_share_ports: not with fair_share_sources or fair_share_destinations; give one")
     burst = burst or default_burst(rate, mtu)
     shaper = {"qdisc": qdisc, "rate": rate, "burst": burst}
     if qdisc == "tbf":
@@ -109,6 +124,8 @@ def desired_shaper(params, mtu=1500):
         shaper["limit"] = int(rate / 8 * latency + burst)
     else:
         shaper.update(fair)
+        if ports:
+            shaper["fair_share_ports"] = ports
         if params.get("ack_priority"):
             shaper["ack_priority"] = True
     if params.get("ack_priority") and qdisc != "htb":
@@ -143,6 +160,8 @@ def describe(shaper):
             out[key] = list(shaper[key])
     if shaper.get("ack_priority"):
         out["ack_priority"] = True
+    if shaper.get("fair_share_ports"):
+        out["fair_share_ports"] = shaper["fair_share_ports"]
     if shaper.get("burst"):
         out["burst"] = format_size(shaper["burst"])
     return out
@@ -178,7 +197,8 @@ def decode_u32_keys(sel):
     """
     out = []
     for key in sel.get("keys", []):
-        if key.get("key_off") in (8, 12, 16, 20, 24, 28, 32, 36):
+        # a key this module writes always has a mask: pyroute2 0.9.7's layout shows it as key_val, with key_mask 0
+        if key.get("key_mask"):
             out.append((key["key_val"] & 0xFFFFFFFF, key["key_mask"] & 0xFFFFFFFF, key["key_off"]))
         else:
             val = struct.unpack("!I", struct.pack("<I", key.get("key_off", 0) & 0xFFFFFFFF))[0]
@@ -264,6 +284,7 @@ class Shaper:
             return {"qdisc": "htb", "foreign": True}
         rate = self._class_rate(classes[ROOT_CLASS])
         fair = {key: [] for key in FAIR_KEYS}
+        buckets = set()
         for f in self.ipr.get_filters(index=index, parent=HTB_HANDLE):
             opts = f.get_attr("TCA_OPTIONS")
             if not opts or f.get_attr("TCA_KIND") != "u32" or opts.get_attr("TCA_U32_CLASSID") is None:
@@ -272,7 +293,14 @@ class Shaper:
             protocol = socket.ntohs(f["info"] & 0xFFFF)
             if opts.get_attr("TCA_U32_CLASSID") == ACK_CLASS:
                 continue
-            key, network = _network_from_keys(protocol, decode_u32_keys(sel or {}))
+            keys = decode_u32_keys(sel or {})
+            # the source port's low bits: at offset 20 (as written), or 21 (as the kernel keeps a one-byte mask)
+            port_key = [(v >> shift, m >> shift) for v, m, off in keys
+                        for shift in ({PORT_OFFSET: 16, PORT_OFFSET + 1: 24}.get(off),) if shift is not None]
+            if protocol == ETH_P_IP and port_key:
+                buckets.add((port_key[0][1], port_key[0][0]))
+                continue
+            key, network = _network_from_keys(protocol, keys)
             fair.setdefault(key, []).append((opts.get_attr("TCA_U32_CLASSID"), network))
         buffer_ticks = classes[ROOT_CLASS].get_attr("TCA_OPTIONS").get_attr("TCA_HTB_PARMS")["buffer"]
         out = {"qdisc": "htb", "rate": rate, "burst": ticks_to_bytes(buffer_ticks, rate // 8)}
@@ -280,6 +308,12 @@ class Shaper:
             out[key] = [network for _classid, network in sorted(fair[key])]
         if ACK_CLASS in classes:
             out["ack_priority"] = True
+        if buckets:
+            k = max(mask for mask, _value in buckets) + 1
+            if buckets == {(k - 1, b) for b in range(k)}:
+                out["fair_share_ports"] = k
+            else:
+                out["fair_share_ports"] = -1  # not a layout this module makes: replaced
         return out
 
     @staticmethod
@@ -313,6 +347,8 @@ class Shaper:
             return
         key = next((k for k in FAIR_KEYS if shaper.get(k)), FAIR_KEYS[0])
         sources = shaper.get(key) or []
+        if shaper.get("fair_share_ports"):
+            sources = list(range(shaper["fair_share_ports"]))
         self.ipr.tc("add", "htb", index, HTB_HANDLE, default=(OTHER_CLASS & 0xFFFF) if sources else 1)
         self.ipr.tc("add-class", "htb", index, ROOT_CLASS, parent=HTB_HANDLE, rate=rate_bytes, ceil=rate_bytes,
                     burst=burst, cburst=burst, quantum=QUANTUM)
@@ -332,7 +368,12 @@ class Shaper:
             classid = OTHER_CLASS if network is None else FIRST_SOURCE_CLASS + i - 1
             self.ipr.tc("add-class", "htb", index, classid, parent=ROOT_CLASS, rate=share, ceil=rate_bytes,
                         burst=burst, cburst=burst, quantum=QUANTUM)
-            if network is not None:
+            if network is not None and shaper.get("fair_share_ports"):
+                mask = shaper["fair_share_ports"] - 1
+                port_key = "0x%08x/0x%08x+%d" % (network << 16, mask << 16, PORT_OFFSET)
+                self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=10 + i, protocol=ETH_P_IP,
+                            target=classid, keys=[TCP_KEY, port_key])
+            elif network is not None:
                 protocol, keys = _u32_key(network, key)
                 self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=10 + i, protocol=protocol,
                             target=classid, keys=keys)

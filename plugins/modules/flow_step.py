@@ -166,6 +166,13 @@ options:
       source:
         description: The local address to send from (perftest finds its GID from it).
         type: str
+      source_ports:
+        description:
+          - With the tcp engine, the source port of each stream (one per stream), so that the flow's five-tuples, and
+            with them its paths through an ECMP fabric, are known before it starts. Default, the kernel's choice.
+        type: list
+        elements: int
+        version_added: 0.4.0
       rate_limit:
         description: With perftest, its software rate limiter (the M(aifabric.lab.throttle) module says when).
         type: str

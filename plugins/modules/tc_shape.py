@@ -86,6 +86,14 @@ options:
     type: bool
     default: false
     version_added: 0.3.0
+  fair_share_ports:
+    description:
+      - With V(htb), one class per bucket of the IPv4 TCP source port (the port modulo this power of two, 2-256) under
+        O(rate), max-min fair between them - flows whose source ports fall in distinct buckets share the rate equally,
+        whoever sends them. The fabric lab chooses its streams' ports so (a bucket each). Not with
+        O(fair_share_sources) or O(fair_share_destinations).
+    type: int
+    version_added: 0.4.0
   ifb_device:
     description:
       - With O(direction=ingress), the ifb device to create and shape. Defaults to C(ifb-DEVICE) (15 characters).
@@ -177,6 +185,7 @@ def main():
             fair_share_sources=dict(type="list", elements="str", default=[]),
             fair_share_destinations=dict(type="list", elements="str", default=[]),
             ack_priority=dict(type="bool", default=False),
+            fair_share_ports=dict(type="int"),
             ifb_device=dict(type="str"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
         ),

@@ -35,32 +35,50 @@ def _rate(value, where):
         raise BarrierInputError(str(exc)) from None
 
 
-def _predict(step, without_throttles=False):
+def _predict(step, without_throttles=False, model=False):
     """Max-min prediction per flow (keyed by host and flow id) from the plan's path of every flow (links with rates)
-    and its MTU; ``without_throttles``: the same step with every throttle lifted."""
+    and its MTU; ``without_throttles``: the same step with every throttle lifted. ``model``: also the model itself,
+    ``(predicted, {flows, links, volumes, factors, completions})``, keyed by flow or (host, flow_id, stream)."""
     flows, links, volumes, factors = {}, {}, {}, {}
+    parts = {}  # a flow's keys in the model: itself, or one per subflow (a stream on the fabric lab)
     for flow in step.flows:
         planned = step.planned(flow)
-        if not planned.path or not flow.volume_bytes:
+        if not (planned.path or planned.subflows) or not flow.volume_bytes:
             return None
-        ids = []
-        for hop in planned.path:
-            if without_throttles and (hop.get("throttle") or hop.get("link") == "%s egress" % flow.host):
-                continue  # (runs before the flag: the throttle's link is "<host> egress")
-            link = hop.get("link")
-            if not link or hop.get("rate") is None:
-                raise BarrierInputError("host %s: every path hop needs 'link' and 'rate' (got %r)" % (flow.host, hop))
-            cap = _rate(hop["rate"], "host %s path link %s rate" % (flow.host, link))
-            if link in links and links[link] != cap:
-                raise BarrierInputError(
-                    "link %s has two rates: %s and %s; every flow must describe a link the same way"
-                    % (link, format_rate(links[link]), format_rate(cap)))
-            links[link] = cap
-            ids.append(link)
-        flows[flow.key] = ids
-        volumes[flow.key] = flow.volume_bytes
-        factors[flow.key] = _factor(planned)
-    predicted = predict_completions(flows, links, volumes, factors)
+        pieces = [(flow.key, planned.path, 1.0)] if not planned.subflows else [
+            (flow.key + (i,), sub.get("path") or [], float(sub.get("share") or 1.0))
+            for i, sub in enumerate(planned.subflows)]
+        parts[flow.key] = [key for key, _path, _share in pieces]
+        for key, path, share in pieces:
+            ids = []
+            for hop in path:
+                if without_throttles and (hop.get("throttle") or hop.get("link") == "%s egress" % flow.host):
+                    continue  # (runs before the flag: the throttle's link is "<host> egress")
+                link = hop.get("link")
+                if not link or hop.get("rate") is None:
+                    raise BarrierInputError("host %s: every path hop needs 'link' and 'rate' (got %r)"
+                                            % (flow.host, hop))
+                cap = _rate(hop["rate"], "host %s path link %s rate" % (flow.host, link))
+                if link in links and links[link] != cap:
+                    raise BarrierInputError(
+                        "link %s has two rates: %s and %s; every flow must describe a link the same way"
+                        % (link, format_rate(links[link]), format_rate(cap)))
+                links[link] = cap
+                ids.append(link)
+            flows[key] = ids
+            volumes[key] = flow.volume_bytes * share
+            factors[key] = _factor(planned)
+    if step.plan.fabric:
+        # the fabric lab's prediction is the flow-level simulator's (the same model, vectorised: _simulate)
+        from ansible_collections.aifabric.lab.plugins.plugin_utils._simulate import simulate
+
+        completions = simulate(links, flows, volumes, factors=factors).completions()
+    else:
+        completions = predict_completions(flows, links, volumes, factors)
+    predicted = {key: max(completions[k] for k in keys) for key, keys in parts.items()}
+    if model:
+        return predicted, {"flows": flows, "links": links, "volumes": volumes, "factors": factors,
+                           "completions": completions}
     # perftest's measured set-up (before its first packet on the wire) and tear-down (after its last) are added:
     # fair share predicts the transfer, the part the fabric decides
     for flow in step.flows:
@@ -283,7 +301,7 @@ def analyze_step(step, baseline_gbps=None):
                       throttled_idle_share=None,
                       verdict="step failed: %s" % "; ".join(
                           "%s %s" % (f["host"], f["cause"]) for f in report["failed"]))
-        return _with_counters(report, step)
+        return _with_fabric(_with_counters(report, step), step)
 
     times = [w["completion_s"] for w in ok_workers]
     step_s = max(times)
@@ -342,7 +360,20 @@ def analyze_step(step, baseline_gbps=None):
         step_s, slowest["host"], report["straggler"]["cause"], mean, report["mean_understates_share"] * 100, idle)
     if report["kind"] == "baseline" and len(workers) == 1:
         report["samples"] = next((f.samples for f in step.flows), None)
-    return _with_counters(report, step)
+    return _with_fabric(_with_counters(report, step), step)
+
+
+def _with_fabric(report, step):
+    """On the fabric lab: each link's flows, the collisions, the ideal, the paths proved by the counters."""
+    if step.plan.fabric:
+        from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_report import analyze_fabric
+
+        try:
+            model = _predict(step, model=True)
+        except BarrierInputError:
+            model = None
+        report["fabric"] = analyze_fabric(report, step, model[1] if model else None)
+    return report
 
 
 def _with_counters(report, step):

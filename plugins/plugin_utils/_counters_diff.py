@@ -51,6 +51,21 @@ def diff(before, after):
     return {"seconds": round(seconds, 6), "deltas": deltas, "errors": errors, "congestion": congestion}
 
 
+_LISTED = 8  # congestion counters named one by one; more are summed by counter name (a fabric has dozens of queues)
+
+
+def _congestion_text(congestion):
+    if len(congestion) <= _LISTED:
+        return ", ".join("%s +%d" % kv for kv in sorted(congestion.items()))
+    by_name = {}
+    for path, value in congestion.items():
+        entry = by_name.setdefault(path.rsplit("/", 1)[-1], [0, 0])
+        entry[0] += value
+        entry[1] += 1
+    return ", ".join("%s +%d over %d counters" % (name, total, count)
+                     for name, (total, count) in sorted(by_name.items())) + " (each one listed in the report's JSON)"
+
+
 def verdict(delta, slower_than_fair_share=None):
     """One sentence: the error counters, the congestion counters, and (when given) how far the step ran slow."""
     if delta["errors"]:
@@ -58,8 +73,7 @@ def verdict(delta, slower_than_fair_share=None):
     else:
         text = "all error counters zero"
     if delta["congestion"]:
-        text += "; congestion counters moved: %s" % ", ".join(
-            "%s +%d" % kv for kv in sorted(delta["congestion"].items()))
+        text += "; congestion counters moved: %s" % _congestion_text(delta["congestion"])
     if slower_than_fair_share is not None:
         share = round(slower_than_fair_share * 100)
         text += (", step %d%% slower than fair share" % share if share > 0 else

@@ -25,6 +25,7 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     start_at: null           # a fixed start instant (PTP-synchronized labs) instead of the rendezvous' own
     batch_start: true        # netns lab, tcp: one task starts every host's part (see batch_args)
     expect: {step_vs_predicted: 1.05, healthy_idle_share: 0.05, counters: clean, vs_baseline: 0.95}  # _gates
+    fabric: {hash: l4, seed: 1, placement: hash, port_seed: 0}  # the fabric lab only (_fabric_lab)
 
 ``plan()`` returns the hosts (address, namespace, interface, throttle and its module arguments) and the rounds of the
 pattern (``_patterns``; a collective has several, one step each): per round, each host's servers and client flows, each
@@ -37,6 +38,7 @@ from __future__ import annotations
 from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import namespace_name
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import BarrierInputError, parse_late_bound
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_lab import PLACEMENTS, FabricLabError, assign_ports
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import roce_goodput
 from ansible_collections.aifabric.lab.plugins.plugin_utils._gates import GateError, check_expect
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
@@ -58,7 +60,9 @@ class ExperimentError(ValueError):
 
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
-          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect"}
+          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
+          "fabric"}
+_FABRIC_KNOWN = ("hash", "seed", "placement", "port_seed")
 _NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
 _PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")  # flow_step's perftest options
 
@@ -81,10 +85,12 @@ def _netns(hostvars, host):
 
 
 def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch", interface="eth0",
-         rdma_device=None):
+         rdma_device=None, fabric=None):
     """Expand ``experiment`` over the inventory. ``groups``/``hostvars`` are Ansible's magic variables. A host's lab
     interface is its ``experiment_interface``, else its ``lab_interface``, else ``interface``; its RDMA device (the
-    perftest engine) its ``lab_rdma_device``, else ``rdma_device``."""
+    perftest engine) its ``lab_rdma_device``, else ``rdma_device``. ``fabric``: the fabric lab's description
+    (``_fabric_lab.fabric_topology``); each flow's path through it is found by the kernel's lookups before the steps
+    (``_fabric_lab.lookup_flows`` and ``place``), from source ports the plan chooses."""
     if not isinstance(experiment, dict):
         raise ExperimentError("experiment: expected a dict (name, pattern, volume, ...), got %r" % (experiment,))
     # a field given as null takes its default (docs/experiments.md writes the defaults that way: control_port: null)
@@ -183,6 +189,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     if not isinstance(batch, bool):
         raise ExperimentError("experiment.batch_start: %r; give true or false" % (batch,))
     name = str(experiment.get("name") or kind)
+    fabric_spec = _fabric_spec(experiment.get("fabric"), fabric, engine)
     hosts = {}
 
     def host_entry(host):
@@ -196,7 +203,10 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
 
     def link(src, dst):
         """A flow's path: out of its host's switch port, into its destination's, each at the line rate, and the
-        sender's throttle."""
+        sender's throttle. On the fabric, only the throttle: the links come from the kernel's lookups (``place``)."""
+        if fabric_spec:
+            return [{"link": "%s egress" % src, "rate": format_rate(throttles[src]), "throttle": True}] \
+                if src in throttles else []
         path = [{"link": "%s->%s" % (src, switch), "rate": format_rate(line)},
                 {"link": "%s->%s" % (switch, dst), "rate": format_rate(line)}]
         if src in throttles:
@@ -261,14 +271,27 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     bases = [name if steps == 1 else "%s-%d" % (name, i + 1) for i in range(steps)]
     repetitions = [[base] if len(plan_rounds) == 1 else ["%s.%d" % (base, k + 1) for k in range(len(plan_rounds))]
                    for base in bases]
+    step_names = [step for repetition in repetitions for step in repetition]
+    step_round = {step: k for repetition in repetitions for k, step in enumerate(repetition)}
+    if fabric_spec:
+        def flows_of_step(step):
+            this_round = plan_rounds[step_round[step]]
+            return [(h, c["flow_id"], c["streams"]) for h, part in sorted(this_round["hosts"].items())
+                    for c in part["clients"]]
+        try:
+            fabric_spec["ports"] = assign_ports(step_names, flows_of_step, fabric_spec["placement"],
+                                                fabric_spec["port_seed"])
+        except FabricLabError as exc:
+            raise ExperimentError(str(exc)) from None
     return {
         "name": name,
         "kind": kind,
         "pattern": pattern,
-        "steps": [step for repetition in repetitions for step in repetition],
+        "fabric": fabric_spec,
+        "steps": step_names,
         # each repetition's steps (a collective's rounds, one barrier each), and which round a step runs
         "repetitions": repetitions,
-        "step_round": {step: k for repetition in repetitions for k, step in enumerate(repetition)},
+        "step_round": step_round,
         "rounds": plan_rounds,
         "collective": {"name": pattern, "ranks": len(workers), "size": volume,
                        "bus_factor": BUS_FACTOR[pattern](len(workers))} if pattern in COLLECTIVES else None,
@@ -306,6 +329,38 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     }
 
 
+def _fabric_spec(given, fabric, engine):
+    """The plan's ``fabric``: the experiment's hash, seed and placement over the fabric lab's description."""
+    if given is not None and not fabric:
+        raise ExperimentError("experiment.fabric: this inventory has no fabric (groups leaves and spines); remove it "
+                              "or use inventories/fabric")
+    if not fabric:
+        return None
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(_FABRIC_KNOWN))
+    if unknown:
+        raise ExperimentError("experiment.fabric: unknown field(s) %s; known: %s" % (
+            ", ".join(unknown), ", ".join(_FABRIC_KNOWN)))
+    if engine != "tcp":
+        raise ExperimentError("experiment.engine: the fabric lab runs the tcp engine (its flows' source ports are "
+                              "chosen so that their paths are known); use engine: tcp")
+    spec = {"hash": given.get("hash", fabric.get("hash") or "l4"), "seed": given.get("seed", fabric.get("seed")),
+            "placement": given.get("placement", "hash"), "port_seed": given.get("port_seed", 0)}
+    if spec["hash"] not in ("l3", "l4"):
+        raise ExperimentError("experiment.fabric.hash: %r; use l3 (addresses) or l4 (the five-tuple)" % (spec["hash"],))
+    for key in ("seed", "port_seed"):
+        value = spec[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not
+                                  0 <= value <= 0xFFFFFFFF):
+            raise ExperimentError("experiment.fabric.%s: %r; give a whole number from 0 to 4294967295" % (key, value))
+    if spec["placement"] not in PLACEMENTS:
+        raise ExperimentError("experiment.fabric.placement: %r; use hash (the hash decides, as with any ephemeral "
+                              "port) or spread (source ports chosen so that the flows spread)" % (spec["placement"],))
+    spec["topology"] = {key: fabric.get(key) for key in ("leaves", "spines", "hosts", "mtu", "host_rate",
+                                                         "uplink_rate")}
+    return spec
+
+
 def _peers(plan_rounds, host):
     peers = sorted({c["address"] for r in plan_rounds for c in (r["hosts"].get(host) or {}).get("clients", [])})
     return peers if len(peers) > 1 else []
@@ -331,8 +386,12 @@ def host_args(the_plan, host, step, token, throttle=None):
     throttle = throttle or {}
     rate_limit = (throttle.get("flow_args") or {}).get("rate_limit")
     clients = []
+    placed = ((the_plan.get("fabric") or {}).get("flows") or {}).get(step, {}).get(host, {})
     for client in part["clients"]:
         out = {key: client[key] for key in ("flow_id", "address", "port", "volume", "streams")}
+        if client["flow_id"] in placed:
+            # the fabric lab: each stream from the port whose path the kernel's lookup gave
+            out["source_ports"] = [sub["sport"] for sub in placed[client["flow_id"]]]
         if perftest:
             out["source"] = entry["address"]  # perftest finds its GID from it
             if rate_limit:

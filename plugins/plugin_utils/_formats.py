@@ -67,11 +67,48 @@ def report_markdown(report):
                     if r.get("straggler_cost_share") is not None else ""))
             else:
                 out.append("- %s %d: FAILED (a round failed)" % (c["name"], r["repetition"]))
+    out += _fabric_markdown(report)
     gates = report.get("gates")
     if gates:
         out += ["", "## Gates: %s" % ("all held" if gates["status"] == "ok" else "%d BROKEN" % len(gates["broken"]))]
         out += ["- %s" % _cell(m) for m in gates["broken"]]
     return "\n".join(out) + "\n"
+
+
+def _fabric_markdown(report):
+    """The fabric lab: each step's flows with their uplink and who they shared it with, the variants, the seeds."""
+    out = []
+    for s in report.get("steps") or []:
+        fab = s.get("fabric")
+        if not fab:
+            continue
+        out += ["", "## %s on the fabric: hash %s, seed %s, placement %s; %s the ideal; paths %s" % (
+            s["step"], fab.get("hash"), fab.get("seed"), fab.get("placement"),
+            ("%.2fx" % fab["slowdown_vs_ideal"]) if fab.get("slowdown_vs_ideal") else "n/a", fab["proof"]["status"]),
+            "", "| flow | source port | uplink, downlink | predicted s | measured s | shares a link with |",
+            "|---|---|---|---|---|---|"]
+        for f in fab["flows"]:
+            out.append("| %s | %s | %s | %s | %s | %s |" % (
+                f["flow"], f["sport"], ", ".join(f["links"][1:-1]), _num(f.get("predicted_s"), "%.2f"),
+                _num(f.get("completion_s"), "%.2f"), ", ".join(f.get("shares_with") or []) or "-"))
+        out += ["- %s" % _cell(d) for d in fab["proof"]["disagreements"]]
+    rows = report.get("fabric_variants") or []
+    if len(rows) > 1:
+        out += ["", "## The fabric variants side by side", "",
+                "| step | hash | placement | streams | step s | ideal s | x ideal | x prediction | busiest uplink | "
+                "shared links | paths |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += ["| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["step"], r["hash"], r["placement"], r["streams"], _num(r.get("step_s"), "%.2f"),
+            _num(r.get("ideal_step_s"), "%.2f"), _num(r.get("slowdown_vs_ideal"), "%.2f"),
+            _num(r.get("vs_prediction")), r["worst_uplink_load"], r["collisions"], r["proof"]) for r in rows]
+    seeds = report.get("fabric_seeds")
+    if seeds:
+        out += ["", "## Over %d hash seeds: measured %.3fx the ideal (min %.2f, max %.2f); predicted %s; simulator "
+                "(random hash, %d placements) %.3fx; formula %s" % (
+                    seeds["seeds"], seeds["measured_mean"], seeds["measured_min"], seeds["measured_max"],
+                    _num(seeds.get("predicted_mean")), seeds["simulated_trials"], seeds["simulated_mean"],
+                    ("%.3fx" % seeds["formula"]) if seeds.get("formula") is not None else "n/a")]
+    return out
 
 
 def _cell(text):

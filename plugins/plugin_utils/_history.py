@@ -164,7 +164,16 @@ def _hash_policy(run):
     fabric = lab.get("fabric") if isinstance(lab.get("fabric"), dict) else {}
     values = [("lab", lab.get("hash_policy")), ("lab", fabric.get("hash_policy"))]
     values += [(e.get("name") or "experiment", e.get("hash_policy")) for e in run.experiments if isinstance(e, dict)]
+    values += [(e.get("name") or "experiment", _fabric_hash(e.get("fabric"))) for e in run.experiments
+               if isinstance(e, dict) and isinstance(e.get("fabric"), dict)]
     return _merged(values)
+
+
+def _fabric_hash(fabric):
+    """The fabric lab's hash as a line: ``l4 (five-tuple), seed 1, placement hash, port seed 0``."""
+    what = {"l4": "l4 (five-tuple)", "l3": "l3 (addresses)"}.get(fabric.get("hash"), fabric.get("hash"))
+    return "%s, seed %s, placement %s, port seed %s" % (what, fabric.get("seed"), fabric.get("placement"),
+                                                        fabric.get("port_seed"))
 
 
 _PERFTEST_REPORTED = (("test", "test"), ("connection_type", "connection"), ("transport_type", "transport"),
@@ -217,7 +226,11 @@ def _qdiscs(run):
     out = {}
     for (host, iface), (kinds, classes) in seen.items():
         parts = [", ".join(sorted(kinds))] if kinds else []
-        parts.append("classes %s" % ", ".join(sorted(classes)) if classes else "root qdisc, no classes")
+        names = sorted(classes)
+        if len(names) > 8:  # a fabric port's fair classes: one per source-port bucket
+            parts.append("%d classes (%s ... %s)" % (len(names), ", ".join(names[:3]), names[-1]))
+        else:
+            parts.append("classes %s" % ", ".join(names) if names else "root qdisc, no classes")
         out[(host, iface)] = " ".join(parts) if kinds else parts[-1]
     return out
 

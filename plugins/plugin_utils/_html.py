@@ -870,6 +870,28 @@ the step minus the worker's own completion.</p>
 </table>
 {% endif %}
 {% endif %}
+{% if s.fabric is defined %}
+{% set fab = s.fabric %}
+<h3>On the fabric: hash {{ fab.hash }}, seed {{ fab.seed }}, placement {{ fab.placement }}</h3>
+<p class="verdict">{{ fab.sentence }}</p>
+<table class="fabric">
+<tr><th>flow</th><th class="n">source port</th><th>uplink, downlink</th><th class="n">predicted s</th>\
+<th class="n">measured s</th><th>shares a link with</th></tr>
+{% for f in fab.flows %}
+<tr class="{{ 'bad' if f.shares_with else '' }}" data-flow="{{ f.flow }}"><td>{{ f.flow }}</td>\
+<td class="n">{{ f.sport }}</td><td>{{ f.links[1:-1] | join(', ') }}</td>\
+<td class="n">{{ num(f.predicted_s) }}</td><td class="n">{{ num(f.completion_s) }}</td>\
+<td>{{ f.shares_with | join(', ') or '-' }}</td></tr>
+{% endfor %}
+</table>
+<p class="note">paths {{ fab.proof.status }}{{ (': every one of %d links carried what the route lookups put on it \
+(largest difference %.1f%%)' % (fab.proof.links_checked, fab.proof.largest_difference * 100)) \
+if fab.proof.status == 'agrees' else '' }}; ideal: the same step with every flow spread evenly over all its \
+equal-cost paths.</p>
+{% if fab.proof.disagreements %}
+<ul>{% for d in fab.proof.disagreements %}<li class="bad">{{ d }}</li>{% endfor %}</ul>
+{% endif %}
+{% endif %}
 {% if s.gates is defined and s.gates %}
 <h3>Gates</h3>
 <ul>{% for g in s.gates %}<li class="{{ 'bad' if g.ok is sameas false else '' }}">\

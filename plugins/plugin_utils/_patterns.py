@@ -50,6 +50,15 @@ def ring_bidirectional(workers, sinks, root=None):
             + [(w, workers[(i - 1) % n], 1.0) for i, w in enumerate(workers)]]
 
 
+def shift(workers, sinks, root=None):
+    """Every worker sends to the worker half the list further on (a permutation, one flow out of and into every port):
+    with the workers listed leaf by leaf, every flow crosses the fabric between two leaves, the elephants an ECMP
+    fabric hashes onto its uplinks."""
+    _need(workers, 2, "shift")
+    n = len(workers)
+    return [[(w, workers[(i + n // 2) % n], 1.0) for i, w in enumerate(workers)]]
+
+
 def tournament(workers):
     """Round-robin pairings (the circle method): n-1 rounds of disjoint pairs for even n; for odd n, n rounds, in each
     of which one worker sits out. Every two workers meet exactly once."""
@@ -126,7 +135,8 @@ def alltoall(workers, sinks, root=None):
 
 
 PATTERNS = {"incast": incast, "ring": ring, "ring_bidirectional": ring_bidirectional, "pairwise": pairwise,
-            "all_to_all": all_to_all, "one_to_many": one_to_many, "many_to_many": many_to_many}
+            "all_to_all": all_to_all, "one_to_many": one_to_many, "many_to_many": many_to_many,
+            "shift": shift}
 COLLECTIVES = {"allreduce_ring": allreduce_ring, "allgather_ring": allgather_ring,
                "reduce_scatter_ring": reduce_scatter_ring, "alltoall": alltoall}
 NEEDS_SINK = {"incast", "many_to_many"}

@@ -19,6 +19,8 @@ import time
 
 from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json, write_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._barrier import SCHEMA_VERSION, analyze_step, percentile
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_report import seeds as fabric_seeds
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_report import variants as fabric_variants
 from ansible_collections.aifabric.lab.plugins.plugin_utils._formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._gates import broken_messages, evaluate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run import PLAN_FILE, load_run
@@ -91,7 +93,21 @@ def build_report(run):
     summaries = [summarize_experiment(e, report["steps"]) for e in run.experiments]
     report["experiments"] = [e for e in summaries if e]
     _check_gates(report, run.experiments)
+    _fabric_summaries(report)
     return report
+
+
+def _fabric_summaries(report):
+    """The fabric lab: its steps side by side (the variants of one run), and over the hash seeds when several."""
+    rows = fabric_variants(report["steps"])
+    if not rows:
+        return
+    report["fabric_variants"] = rows
+    what_if = next((s["fabric"]["what_if"] for s in report["steps"] if (s.get("fabric") or {}).get("what_if")
+                    and s["fabric"].get("placement") == "hash"), None)
+    summary = fabric_seeds(report["steps"], what_if)
+    if summary:
+        report["fabric_seeds"] = summary
 
 
 def _check_gates(report, experiments):
@@ -263,6 +279,30 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
 {% for g in s.gates | default([]) %}
   gate                   {{ 'held  ' if g.ok else 'BROKEN' if g.ok is sameas false else 'n/a   ' }} {{ g.message }}
 {% endfor %}
+{% if s.fabric is defined %}
+{% set fab = s.fabric %}
+  fabric                 hash {{ fab.hash }}{{ (', seed %s' % fab.seed) if fab.seed is not none else '' }}, placement \
+{{ fab.placement }}; {{ fab.elephants }} elephants; ideal (perfect spreading) \
+{{ ('%.2f s' % fab.ideal_step_s) if fab.ideal_step_s is defined else 'n/a' }}, step \
+{{ ('%.2fx' % fab.slowdown_vs_ideal) if fab.slowdown_vs_ideal is defined else 'n/a' }} of it
+    {{ '%-12s %6s  %-32s %8s %8s  %s' % ('flow', 'sport', 'uplink, downlink', 'pred s', 'meas s', 'shares a link with') }}
+{% for f in fab.flows %}
+    {{ '%-12s %6s  %-32s %8s %8s  %s' % (f.flow, f.sport, f.links[1:-1] | join(', '),
+       ('%.2f' % f.predicted_s) if f.predicted_s else '-', ('%.2f' % f.completion_s) if f.completion_s else '-',
+       f.shares_with | join(', ') or '-') }}
+{% endfor %}
+{% for l in fab.links if l.flows | length > 1 and l.tier != 'host' %}
+    {{ '%-16s %d flows, predicted %s Gb/s, measured %s Gb/s' % (l.link, l.flows | length,
+       ('%.3f' % l.predicted_gbps) if l.predicted_gbps is not none else '-',
+       ('%.3f' % l.measured_gbps) if l.measured_gbps is not none else '-') }}
+{% endfor %}
+  paths                  {{ 'proved by the counters: every one of %d links carried what the lookups put on it (largest \
+difference %.1f%%)' % (fab.proof.links_checked, fab.proof.largest_difference * 100) if fab.proof.status == 'agrees'
+   else 'not checked (no counters)' if fab.proof.status == 'unchecked' else 'DISAGREE with the lookups' }}
+{% for d in fab.proof.disagreements %}
+  ! {{ d }}
+{% endfor %}
+{% endif %}
 {% else %}
   STEP FAILED: no step time is computed over the survivors.
 {% for f in s.failed %}
@@ -312,6 +352,28 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
 {% endif %}
 {% endif %}
 {% endfor %}
+{% if report.fabric_variants is defined and report.fabric_variants | length > 1 %}
+=== fabric: the variants side by side
+  {{ '%-14s %-4s %-9s %7s %8s %8s %7s %7s %6s %7s %6s  %s' % ('step', 'hash', 'placement', 'streams', 'step s',
+     'ideal s', 'x ideal', 'x pred', 'idle', 'busiest', 'shared', 'paths') }}
+{% for r in report.fabric_variants %}
+  {{ '%-14s %-4s %-9s %7s %8s %8s %7s %7s %6s %7s %6d  %s' % (r.step, r.hash, r.placement, r.streams,
+     ('%.2f' % r.step_s) if r.step_s else 'FAILED', ('%.2f' % r.ideal_step_s) if r.ideal_step_s else '-',
+     ('%.2f' % r.slowdown_vs_ideal) if r.slowdown_vs_ideal else '-', ('%.3f' % r.vs_prediction) if r.vs_prediction else '-',
+     ('%.0f%%' % (r.mean_idle_share * 100)) if r.mean_idle_share is not none else '-', r.worst_uplink_load, r.collisions,
+     r.proof) }}
+{% endfor %}
+  (busiest: elephants on the busiest uplink; shared: fabric links carrying two or more; idle: the workers' mean idle share)
+{% endif %}
+{% if report.fabric_seeds is defined %}
+{% set fs = report.fabric_seeds %}
+=== fabric: over {{ fs.seeds }} hash seeds (l4, the hash decides)
+  measured step / ideal  mean {{ '%.3f' % fs.measured_mean }}x (min {{ '%.2f' % fs.measured_min }}, max {{ '%.2f' % fs.measured_max }})
+  predicted (the lab's   mean {{ ('%.3f' % fs.predicted_mean) if fs.predicted_mean else '-' }}x
+    own lookups)
+  simulator, random hash mean {{ '%.3f' % fs.simulated_mean }}x ({{ fs.simulated_trials }} placements of the same flows)
+  formula                {{ ('%.3fx: %s' % (fs.formula, fs.formula_text)) if fs.formula is defined else fs.formula_unavailable }}
+{% endif %}
 {% if report.gates is defined %}
 === gates: {{ 'all held' if report.gates.status == 'ok' else '%d BROKEN' % (report.gates.broken | length) }}\
 {{ (', %d not checked' % (report.gates.not_checked | length)) if report.gates.not_checked else '' }}

@@ -40,10 +40,16 @@ class PlannedFlow:
     throttle: str | None = None  # the rate its host is throttled to
     throttle_mechanism: str | None = None  # "worker3: tc htb on eth0's egress": what the throttle module applied
     goodput_factor: float | None = None  # payload share of the wire, when the plan knows it (perftest over RoCE)
+    # the fabric lab: one per stream, {"sport", "share" (of the volume), "path": [{link, rate}, ...]}, the links
+    # the kernel's lookups gave for its five-tuple
+    subflows: list = field(default_factory=list)
 
     def as_dict(self):
-        return {"path": self.path, "mtu": self.mtu, "throttle": self.throttle,
-                "throttle_mechanism": self.throttle_mechanism, "goodput_factor": self.goodput_factor}
+        out = {"path": self.path, "mtu": self.mtu, "throttle": self.throttle,
+               "throttle_mechanism": self.throttle_mechanism, "goodput_factor": self.goodput_factor}
+        if self.subflows:
+            out["subflows"] = self.subflows
+        return out
 
 
 @dataclass
@@ -57,24 +63,29 @@ class StepPlan:
     expected_workers: list = field(default_factory=list)  # hosts that send flows; one that never reports fails it
     late_bound: object = None  # a share of the predicted step (0.01) or a duration ("5ms"); None: the default
     flows: dict = field(default_factory=dict)  # (host, flow_id) -> PlannedFlow
+    fabric: dict | None = None  # the fabric lab: hash, seed, placement, links {name: {switch, interface, rate, tier}}
 
     def flow(self, host, flow_id=None):
         return self.flows.get((host, flow_id or host)) or PlannedFlow()
 
     def as_dict(self):
-        return {"kind": self.kind, "pattern": self.pattern, "engine": self.engine, "bottleneck": self.bottleneck,
-                "expected_workers": list(self.expected_workers), "late_bound": self.late_bound,
-                "flows": [dict(f.as_dict(), host=h, flow_id=i) for (h, i), f in sorted(self.flows.items())]}
+        out = {"kind": self.kind, "pattern": self.pattern, "engine": self.engine, "bottleneck": self.bottleneck,
+               "expected_workers": list(self.expected_workers), "late_bound": self.late_bound,
+               "flows": [dict(f.as_dict(), host=h, flow_id=i) for (h, i), f in sorted(self.flows.items())]}
+        if self.fabric:
+            out["fabric"] = self.fabric
+        return out
 
     @classmethod
     def from_dict(cls, data):
         flows = {(f["host"], f.get("flow_id") or f["host"]): PlannedFlow(
             path=f.get("path") or [], mtu=f.get("mtu"), throttle=f.get("throttle"),
-            throttle_mechanism=f.get("throttle_mechanism"), goodput_factor=f.get("goodput_factor"))
+            throttle_mechanism=f.get("throttle_mechanism"), goodput_factor=f.get("goodput_factor"),
+            subflows=list(f.get("subflows") or []))
             for f in data.get("flows") or []}
         return cls(kind=data.get("kind") or "barrier", pattern=data.get("pattern"), engine=data.get("engine"),
                    bottleneck=data.get("bottleneck"), expected_workers=list(data.get("expected_workers") or []),
-                   late_bound=data.get("late_bound"), flows=flows)
+                   late_bound=data.get("late_bound"), flows=flows, fabric=data.get("fabric"))
 
     @classmethod
     def from_annotations(cls, records):
@@ -188,7 +199,42 @@ def step_plans(plan, applied=None):
                                  engine=plan.get("engine"), bottleneck=bottleneck,
                                  expected_workers=list(this_round.get("sources") or []),
                                  late_bound=plan.get("late_bound"), flows=flows))
-    return {step: by_round[k] for step, k in (plan.get("step_round") or {}).items()}
+    steps = {step: by_round[k] for step, k in (plan.get("step_round") or {}).items()}
+    if (plan.get("fabric") or {}).get("flows"):
+        steps = {step: _on_fabric(step_plan, plan, step) for step, step_plan in steps.items()}
+    return steps
+
+
+def _on_fabric(step_plan, plan, step):
+    """The step's plan on the fabric lab: each flow's subflows (a stream each) with the links its lookup gave."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_lab import fabric_links
+
+    fabric = plan["fabric"]
+    links = fabric_links(fabric["topology"])
+    placed = fabric["flows"].get(step) or {}
+    flows = {}
+    for (host, flow_id), planned in step_plan.flows.items():
+        streams = placed.get(host, {}).get(flow_id) or []
+        subflows = []
+        for sub in streams:
+            path = [{"link": name, "rate": links[name]["rate"]} for name in sub["links"]] + list(planned.path)
+            subflows.append({"sport": sub["sport"], "share": 1.0 / len(streams), "path": path})
+        flows[(host, flow_id)] = PlannedFlow(**dict(planned.__dict__, subflows=subflows))
+    info = {key: fabric.get(key) for key in ("hash", "seed", "placement", "port_seed")}
+    info["links"] = links
+    info["paths"] = {"%s|%s" % key: _equal_cost(fabric["topology"], key[0], plan, step, key[1])
+                     for key in flows}
+    return StepPlan(**dict(step_plan.__dict__, flows=flows, fabric=info))
+
+
+def _equal_cost(topology, host, plan, step, flow_id):
+    """The flow's equal-cost paths (what perfect spreading would share it over): the ideal's input."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_lab import equal_cost_paths
+
+    this_round = plan["rounds"][plan["step_round"][step]]
+    client = next(c for c in this_round["hosts"][host]["clients"] if c["flow_id"] == flow_id)
+    dst = next(h for h, e in plan["hosts"].items() if e["address"] == client["address"])
+    return equal_cost_paths(topology, host, dst)
 
 
 def applied_throttles(results):

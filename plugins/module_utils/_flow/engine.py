@@ -85,6 +85,7 @@ class FlowSpec:
     max_bytes: int | None = None  # server: per connection
     source: str | None = None  # client: local bind address
     streams: int = 1  # client: parallel connections (tcp) for one flow; the volume is split between them
+    source_ports: list | None = None  # client (tcp): each stream's source port (None: the kernel picks)
     perftest: object = None  # a PerftestOptions, with the perftest engine
 
 

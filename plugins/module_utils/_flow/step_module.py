@@ -32,6 +32,7 @@ _CLIENT = dict(
     duration=dict(type="float"),
     streams=dict(type="int", default=1),
     source=dict(type="str"),
+    source_ports=dict(type="list", elements="int"),
     rate_limit=dict(type="str"),
     annotations=dict(type="dict", default={}),
 )
@@ -187,9 +188,26 @@ def build_part(params):
                         streams=cli["streams"], timeout=params["timeout"], interval=params["interval"],
                         strict_start=params["strict_start"], start_tolerance=params["start_tolerance"],
                         source=_check_address(cli["source"], where + ".source") if cli.get("source") else None,
+                        source_ports=_source_ports(cli.get("source_ports"), cli["streams"], params["engine"], where),
                         perftest=flow_perftest)
         part.clients.append((spec, cli.get("annotations") or {}))
     return part
+
+
+def _source_ports(ports, streams, engine, where):
+    """One source port per stream (tcp), each 1024-65535, or None (the kernel picks)."""
+    if not ports:
+        return None
+    if engine != "tcp":
+        raise FlowError("%s.source_ports: only the tcp engine binds its source ports" % where)
+    if len(ports) != streams:
+        raise FlowError("%s.source_ports: %d ports for %d streams; give one per stream" % (where, len(ports), streams))
+    for port in ports:
+        if not 1024 <= port <= 65535:
+            raise FlowError("%s.source_ports: %r is not a port from 1024 to 65535" % (where, port))
+    if len(set(ports)) != len(ports):
+        raise FlowError("%s.source_ports: %s repeats a port; every stream needs its own" % (where, ports))
+    return list(ports)
 
 
 def build_parts(params):

@@ -180,17 +180,20 @@ class TcpClient(ClientFlow):
             return False
         for i, volume in enumerate(volumes):
             name = spec.flow_id if spec.streams == 1 else "%s#%d" % (spec.flow_id, i + 1)
-            sock = self._connect(name, volume, deadline)
+            sock = self._connect(name, volume, deadline, spec.source_ports[i] if spec.source_ports else 0)
             if sock is None:
                 self.close()
                 return False
             self.socks.append(sock)
         self._volumes = volumes
+        # each stream's five-tuple is known from here on (the fabric lab checks its path against the lookup's)
+        self.result["source_ports"] = [sock.getsockname()[1] for sock in self.socks]
         self.zero_fd = _zero_fd(min(_ZERO_FILE_SIZE, max(v or _ZERO_FILE_SIZE for v in volumes)))
         return True
 
-    def _connect(self, name, volume, deadline):
-        """Connect and pass the HELLO, retrying while the server comes up, until ``deadline``."""
+    def _connect(self, name, volume, deadline, source_port=0):
+        """Connect (from ``source_port`` when given) and pass the HELLO, retrying while the server comes up, until
+        ``deadline``."""
         spec = self.spec
         flow_id = name.encode("utf-8")[:512]
         hello = MAGIC_HELLO + token_bytes(spec.token) + _HELLO_TAIL.pack(volume or 0, len(flow_id)) + flow_id
@@ -201,8 +204,12 @@ class TcpClient(ClientFlow):
                 return None
             sock = socket.socket(socket.AF_INET6 if ":" in spec.address else socket.AF_INET, socket.SOCK_STREAM)
             try:
-                if spec.source:
-                    sock.bind((spec.source, 0))
+                if source_port:
+                    # a port of this flow's own (the fabric lab chose it for its path); a connection of an earlier
+                    # run may still hold it in TIME_WAIT
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if spec.source or source_port:
+                    sock.bind((spec.source or "", source_port))
                 sock.settimeout(max(0.2, min(5.0, deadline - time.time())))
                 sock.connect((spec.address, spec.port))
                 sock.sendall(hello)

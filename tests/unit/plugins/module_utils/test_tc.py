@@ -111,3 +111,11 @@ def test_same_shaper_tolerates_tick_rounding_of_the_burst():
 def test_ifb_names_fit():
     assert ifb_name_for("eth0") == "ifb-eth0"
     assert len(ifb_name_for("a-very-long-name0")) == 15
+
+
+def test_u32_port_bucket_keys_decode_whatever_the_value():
+    # bucket 8 of 64: the value read little-endian is 8, which the old offset heuristic took for an offset
+    buggy = {"keys": [{"key_mask": 0, "key_val": 0x3F000000, "key_off": 8, "key_offmask": 21}]}
+    fixed = {"keys": [{"key_mask": 0x3F000000, "key_val": 0x08000000, "key_off": 21, "key_offmask": 0}]}
+    for sel in (buggy, fixed):
+        assert decode_u32_keys(sel) == [(0x08000000, 0x3F000000, 21)]

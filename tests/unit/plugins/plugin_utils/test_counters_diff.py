@@ -118,3 +118,16 @@ def test_a_missing_snapshot_is_said():
     from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
     section = step_counters({"status": "failed", "workers": []}, {"worker2": {"before": _snap(0, 0, 0)}})
     assert section["hosts"]["worker2"] == {"missing": "only one of the two snapshots arrived"}
+
+
+def test_many_congestion_counters_are_summed_by_name():
+    """A fabric has dozens of shaped queues: beyond eight, the verdict sums each counter name and says how many."""
+    few = {"leaf1:qdisc/s1/qdisc/overlimits": 5, "leaf1:qdisc/s1/qdisc/drops": 2}
+    assert verdict({"errors": {}, "congestion": few}) == (
+        "all error counters zero; congestion counters moved: leaf1:qdisc/s1/qdisc/drops +2, "
+        "leaf1:qdisc/s1/qdisc/overlimits +5")
+    many = {"leaf1:qdisc/s%d/qdisc/overlimits" % i: 10 for i in range(12)}
+    many["spine1:qdisc/l1/qdisc/drops"] = 3
+    assert verdict({"errors": {}, "congestion": many}) == (
+        "all error counters zero; congestion counters moved: drops +3 over 1 counters, overlimits +120 over 12 "
+        "counters (each one listed in the report's JSON)")

@@ -189,3 +189,10 @@ def test_a_worker_sitting_out_a_round_still_joins_its_rendezvous_with_nothing_to
 def test_the_throttle_is_shared_between_the_peers_of_a_host_that_sends_to_several():
     assert lab_plan("all_to_all")["hosts"]["w4"]["throttle_args"]["peers"] == [ADDR["w1"], ADDR["w2"], ADDR["w3"]]
     assert lab_plan("incast")["hosts"]["w4"]["throttle_args"]["peers"] == []  # one destination: one queue
+
+
+def test_shift_sends_every_worker_to_the_one_half_the_list_further_on():
+    """A permutation: one flow out of and into every port, w4 at its throttle (4.0 s), the others at 8 (1.0 s)."""
+    p = lab_plan("shift")
+    assert pairs(p) == [("w1", ADDR["w3"]), ("w2", ADDR["w4"]), ("w3", ADDR["w1"]), ("w4", ADDR["w2"])]
+    assert predicted(p) == {("w1", "w1"): 1.0, ("w2", "w2"): 1.0, ("w3", "w3"): 1.0, ("w4", "w4"): 4.0}
