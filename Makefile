@@ -126,8 +126,9 @@ units: setup-test ## unit tests
 integration: setup-test ## integration targets on real namespaces
 	bash tests/integration/run.sh
 
-molecule: setup-test ## molecule scenario of the netns_lab role
+molecule: setup-test ## molecule scenarios of the netns_lab and fabric_lab roles
 	cd roles/netns_lab && $(BIN)/molecule test
+	cd roles/fabric_lab && $(BIN)/molecule test
 
 sanity: setup-test ## ansible-test sanity
 	bash tests/sanity/run.sh
