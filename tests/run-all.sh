@@ -40,6 +40,7 @@ tier "build and install the collection" bash tests/build/install_check.sh
 tier "unit tests (those that need root run with the integration targets)" pytest -q -p no:cacheprovider -m "not needs_root" tests/unit
 tier "integration targets" bash tests/integration/run.sh
 tier "molecule (netns_lab)" bash -c "cd roles/netns_lab && molecule test"
+tier "molecule (fabric_lab)" bash -c "cd roles/fabric_lab && molecule test"
 tier "VM lab (QEMU guests: soft-RoCE, netdevsim SR-IOV, vfio-pci)" bash tests/vmlab/run.sh
 tier "nothing left behind" leftovers
 echo; echo "make test: all tiers passed in $SECONDS s"

@@ -182,6 +182,13 @@ def _host_entry(step, host, flows, ok_keys, predicted):
         "error": "; ".join("%s%s" % ("" if len(flows) == 1 else "flow %s: " % f.flow_id, f.error or "no result")
                            for f in bad) or None,
     }
+    retrans = [f.extra.get("retransmits") for f in flows if (f.extra or {}).get("retransmits") is not None]
+    if retrans:
+        # what the kernel retransmitted for the host's flows: on the wire (and in its books) beside the payload
+        entry["retransmits"] = sum(retrans)
+        entry["retrans_bytes"] = sum(int(f.extra.get("bytes_retrans") or 0) for f in flows)
+        if entry["bytes"]:
+            entry["retrans_share"] = round(entry["retrans_bytes"] / float(entry["bytes"] + entry["retrans_bytes"]), 6)
     if ok:
         entry["gbps"] = flows[0].gbps if len(flows) == 1 else round(
             entry["bytes"] * 8 / entry["completion_s"] / 1e9, 6) if entry["completion_s"] else 0.0
@@ -336,10 +343,15 @@ def analyze_step(step, baseline_gbps=None):
         report["sum_of_flow_vs_baseline"] = round(report["sum_of_flow_gbps"] / baseline_gbps, 6)
     others = [w for w in ok_workers if w is not slowest]
     cause = _cause(step.planned(by_host[slowest["host"]][0]))
+    retrans = _retrans_cause(slowest, others)
+    if cause and retrans:
+        cause += "; %s" % retrans
     if cause is None and slowest["predicted_s"]:
         off = slowest["completion_s"] / slowest["predicted_s"] - 1
         cause = "no throttle applied; %.1f%% %s than its fair share predicts" % (
             abs(off) * 100, "slower" if off >= 0 else "faster")
+    if cause is None and retrans:
+        cause = retrans
     report["straggler"] = {
         "host": slowest["host"],
         "completion_s": slowest["completion_s"],
@@ -381,6 +393,27 @@ def _with_counters(report, step):
     if step.counters:
         report["counters"] = step_counters(report, step.counters)
     return report
+
+
+RETRANS_WORTH_SAYING = 0.001  # a straggler whose retransmissions took 0.1% of its wire or more has them named
+
+
+def _retrans_cause(slowest, others):
+    """The straggler's retransmissions, when they are a cause worth saying (tail drops at a throttle, losses)."""
+    share = slowest.get("retrans_share") or 0.0
+    if share < RETRANS_WORTH_SAYING:
+        return None
+    rest = max((w.get("retrans_share") or 0.0 for w in others), default=0.0)
+    return "%d segments retransmitted (%s, %.2f%% of its wire%s)" % (
+        slowest["retransmits"], _size(slowest["retrans_bytes"]), share * 100,
+        "; the other workers at most %.2f%%" % (rest * 100) if others else "")
+
+
+def _size(count):
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return "%.1f %s" % (count / scale, unit)
+    return "%d B" % count
 
 
 def _mean_idle(workers, step):

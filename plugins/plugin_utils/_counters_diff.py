@@ -15,6 +15,10 @@ __all__ = ["diff", "verdict", "is_error_counter", "is_congestion_counter"]
 _ERROR = re.compile(r"(err|error|discard|drop|symbol|downed|overrun|out_of_buffer|out_of_sequence|seq_err|retry|"
                     r"retrans|timeout|nak|constraint|vl15|collision|carrier|fifo|missed|over_errors|frame)", re.I)
 _CONGESTION = re.compile(r"(xmit_wait|cnp|ecn|overlimits|requeues|backlog|pause)", re.I)
+# what an RDMA transport counts when it sends again (mlx5's roce_adp_retrans and local_ack_timeout_err, rxe's
+# completer_retry_err, a sequence error's go-back-N): named apart in the verdict, since they explain a slow flow
+_RETRANSMISSION = re.compile(r"(roce_adp_retrans|roce_slow_restart|local_ack_timeout_err|packet_seq_err|"
+                             r"completer_retry_err|rnr_nak_retry_err|retransmit)", re.I)
 
 
 def is_error_counter(name):
@@ -74,6 +78,11 @@ def verdict(delta, slower_than_fair_share=None):
         text = "all error counters zero"
     if delta["congestion"]:
         text += "; congestion counters moved: %s" % _congestion_text(delta["congestion"])
+    resent = {k: v for k, v in list(delta["errors"].items()) + list(delta["congestion"].items())
+              if _RETRANSMISSION.search(k.rsplit("/", 1)[-1])}
+    if resent:
+        text += "; the transport retransmitted (%s): losses or timeouts on the path" % ", ".join(
+            "%s +%d" % kv for kv in sorted(resent.items()))
     if slower_than_fair_share is not None:
         share = round(slower_than_fair_share * 100)
         text += (", step %d%% slower than fair share" % share if share > 0 else
@@ -87,8 +96,10 @@ def verdict(delta, slower_than_fair_share=None):
 TOLERANCE = 0.005
 
 
-def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE):
-    """The application's bytes against the interface's tx books and its qdisc's, headers added per packet."""
+def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE, retrans_bytes=0):
+    """The application's bytes against the interface's tx books and its qdisc's, headers added per packet, and the
+    payload the kernel sent again (``retrans_bytes``: its retransmissions are on the wire and in both books; their
+    packets are in the packet counts already)."""
     header = HEADERS_PER_PACKET.get(engine, HEADERS_PER_PACKET["tcp"])
     checks = []
     sources = (("netdev %s tx" % interface, "netdev/%s/tx_bytes" % interface, "netdev/%s/tx_packets" % interface),
@@ -99,11 +110,11 @@ def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE)
         counted, packets = deltas[bytes_key], deltas[packets_key]
         if not counted:
             continue
-        expected = app_bytes + packets * header
+        expected = app_bytes + packets * header + (retrans_bytes or 0)
         difference = counted / float(expected) - 1
         checks.append({"counter": label, "bytes": counted, "packets": packets, "expected_bytes": expected,
-                       "headers_per_packet": header, "difference": round(difference, 6),
-                       "agrees": abs(difference) <= tolerance})
+                       "headers_per_packet": header, "retrans_bytes": retrans_bytes or 0,
+                       "difference": round(difference, 6), "agrees": abs(difference) <= tolerance})
     return checks
 
 
@@ -120,7 +131,8 @@ def step_counters(step, snapshots):
         delta = diff(snap["before"], snap["after"])
         worker = by_host.get(host, {})
         checks = byte_checks(worker.get("bytes"), delta["deltas"], snap.get("interface") or "eth0",
-                             snap.get("engine") or "tcp") if worker.get("bytes") else []
+                             snap.get("engine") or "tcp", retrans_bytes=worker.get("retrans_bytes") or 0) \
+            if worker.get("bytes") else []
         hosts[host] = {"errors": delta["errors"], "congestion": delta["congestion"], "checks": checks,
                        "seconds": delta["seconds"]}
         errors.update({"%s:%s" % (host, k): v for k, v in delta["errors"].items()})
@@ -129,9 +141,11 @@ def step_counters(step, snapshots):
             if not check["agrees"]:
                 disagreements.append(
                     "%s: the application moved %d bytes but %s counted %d (%+.2f%% from the %d expected with %d bytes "
-                    "of headers per packet)" % (host, worker["bytes"], check["counter"], check["bytes"],
-                                                check["difference"] * 100, check["expected_bytes"],
-                                                check["headers_per_packet"]))
+                    "of headers per packet%s)" % (host, worker["bytes"], check["counter"], check["bytes"],
+                                                  check["difference"] * 100, check["expected_bytes"],
+                                                  check["headers_per_packet"],
+                                                  " and %d bytes retransmitted" % check["retrans_bytes"]
+                                                  if check["retrans_bytes"] else ""))
     slower = None
     if step.get("status") == "ok" and step.get("fair_step_s"):
         slower = step["step_s"] / step["fair_step_s"] - 1

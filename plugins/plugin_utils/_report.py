@@ -251,6 +251,12 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
   throttled idle         {{ '%.0f' % (s.throttled_idle_share * 100) }}% of the step (the other throttled workers)
 {% endif %}
   idle, all workers      {{ '%.2f' % s.idle_worker_seconds }} worker-seconds
+{% set resent = s.workers | selectattr('retransmits', 'defined') | selectattr('retransmits') | list %}
+{% if resent %}
+  retransmitted          {% for w in resent %}{{ w.host }} {{ w.retransmits }} segments, {{ w.retrans_bytes }} bytes \
+({{ '%.2f' % ((w.retrans_share | default(0)) * 100) }}% of its wire){{ '' if loop.last else '; ' }}{% endfor %}
+
+{% endif %}
   sum of flow rates      {{ '%.3f' % s.sum_of_flow_gbps }} Gb/s\
 {{ (' = %.1f%% of the %s bottleneck' % (s.sum_of_flow_share_of_bottleneck * 100, s.bottleneck)) if s.bottleneck_gbps is defined else '' }}\
 {{ ('; single-flow baseline %.3f Gb/s (%.1f%%)' % (s.baseline_gbps, s.sum_of_flow_vs_baseline * 100)) if s.baseline_gbps else '' }}
@@ -269,7 +275,8 @@ is defined else '-' }}), straggler {{ s.straggler.host }}\
 {% for host, c in s.counters.hosts.items() %}
 {% for k in c.checks | default([]) %}
     {{ '%-12s %-22s %14d bytes %+7.2f%% vs payload + %d B/packet x %d packets' % (host, k.counter, k.bytes,
-       k.difference * 100, k.headers_per_packet, k.packets) }}{{ '' if k.agrees else '   DISAGREES' }}
+       k.difference * 100, k.headers_per_packet, k.packets) }}{{ (' + %d bytes retransmitted' % k.retrans_bytes)
+       if k.retrans_bytes | default(0) else '' }}{{ '' if k.agrees else '   DISAGREES' }}
 {% endfor %}
 {% endfor %}
 {% for d in s.counters.disagreements %}

@@ -37,9 +37,9 @@ _CHUNK = 4 * 1024 * 1024  # bytes per sendfile / splice call
 _ZERO_FILE_SIZE = 64 * 1024 * 1024
 _TCP_INFO_LEN = 232
 _F_SETPIPE_SZ = 1031
-# Offsets in struct tcp_info (include/uapi/linux/tcp.h): tcpi_rtt u32 @68, tcpi_total_retrans u32 @100,
-# tcpi_bytes_acked u64 @120 (Linux >= 4.1).
-_RTT_OFF, _RETRANS_OFF, _ACKED_OFF = 68, 100, 120
+# Offsets in struct tcp_info (include/uapi/linux/tcp.h): tcpi_snd_mss u32 @16, tcpi_rtt u32 @68,
+# tcpi_total_retrans u32 @100, tcpi_bytes_acked u64 @120 (Linux >= 4.1), tcpi_bytes_retrans u64 @208 (Linux >= 4.19).
+_MSS_OFF, _RTT_OFF, _RETRANS_OFF, _ACKED_OFF, _BYTES_RETRANS_OFF = 16, 68, 100, 120, 208
 
 
 def token_bytes(token: str) -> bytes:
@@ -56,6 +56,14 @@ def tcp_info(sock: socket.socket) -> dict:
         "retransmits": struct.unpack_from("I", raw, _RETRANS_OFF)[0],
     }
     info["bytes_acked"] = struct.unpack_from("Q", raw, _ACKED_OFF)[0] if len(raw) >= _ACKED_OFF + 8 else None
+    info["mss"] = struct.unpack_from("I", raw, _MSS_OFF)[0]
+    # the kernel's own count of retransmitted payload bytes; an older kernel's is estimated as segments x MSS
+    if len(raw) >= _BYTES_RETRANS_OFF + 8:
+        info["bytes_retrans"] = struct.unpack_from("Q", raw, _BYTES_RETRANS_OFF)[0]
+        info["bytes_retrans_source"] = "kernel"
+    else:
+        info["bytes_retrans"] = info["retransmits"] * info["mss"]
+        info["bytes_retrans_source"] = "segments x mss"
     return info
 
 
@@ -282,6 +290,8 @@ class TcpClient(ClientFlow):
                 server_first_byte=min(o[1] for o in outcomes),
                 server_last_byte=max(o[2] for o in outcomes),
                 retransmits=sum(i["retransmits"] for i in info),
+                bytes_retrans=sum(i["bytes_retrans"] for i in info),
+                bytes_retrans_source=info[0]["bytes_retrans_source"],
                 rtt_us=max(i["rtt_us"] for i in info),
                 samples=samples,
             )

@@ -196,3 +196,18 @@ def test_an_expected_worker_without_a_result_fails_the_step():
     assert report["failed"][0]["host"] == "w3" and report["failed"][0]["status"] == "missing"
     assert "never reported" in report["failed"][0]["cause"]
     assert report["workers_expected"] == 3 and report["workers_completed"] == 2
+
+
+def test_retransmissions_are_reported_and_named_as_the_stragglers_cause_when_they_count():
+    records = [worker("worker1", 5.37), worker("worker2", 5.37), worker("worker3", 8.06, throttle="2gbit")]
+    records[2].update(retransmits=3676, bytes_retrans=3676 * 8948)
+    records[0].update(retransmits=0, bytes_retrans=0)
+    step = analyze_records(records)
+    w3 = next(w for w in step["workers"] if w["host"] == "worker3")
+    assert (w3["retransmits"], w3["retrans_bytes"]) == (3676, 32_892_848)
+    assert w3["retrans_share"] == pytest.approx(32_892_848 / (SEED_VOLUME + 32_892_848), abs=1e-6)
+    assert step["straggler"]["cause"] == (
+        "throttled to 2gbit; 3676 segments retransmitted (32.9 MB, 0.33% of its wire; the other workers at most "
+        "0.00%)")
+    w1 = next(w for w in step["workers"] if w["host"] == "worker1")
+    assert w1["retransmits"] == 0 and "retransmits" not in next(w for w in step["workers"] if w["host"] == "worker2")

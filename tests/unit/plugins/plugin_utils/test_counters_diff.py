@@ -131,3 +131,38 @@ def test_many_congestion_counters_are_summed_by_name():
     assert verdict({"errors": {}, "congestion": many}) == (
         "all error counters zero; congestion counters moved: drops +3 over 1 counters, overlimits +120 over 12 "
         "counters (each one listed in the report's JSON)")
+
+
+def test_retransmissions_balance_the_books_and_side_traffic_still_does_not():
+    """The issue's baseline: 4,000,000,000 bytes of payload, 3,676 segments retransmitted (32,892,848 bytes, 8,948
+    each at MTU 9000): the netdev counted payload + 66 B per packet + the retransmitted payload. Without the
+    retransmissions the check cried wolf (+0.82%); with them it balances. 20 MB of someone else's traffic on top is
+    still a disagreement."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
+    payload, retrans, packets = 4_000_000_000, 3676 * 8948, 66_000
+    counted = payload + retrans + packets * 66
+    snaps = {"worker1": {"interface": "eth0", "engine": "tcp", "before": _snap(0, 0, 0),
+                         "after": _snap(5, counted, packets)}}
+    without = step_counters({"status": "ok", "step_s": 5.0, "workers": [{"host": "worker1", "bytes": payload}]},
+                            snaps)
+    assert without["disagreements"] and 0.0081 < without["hosts"]["worker1"]["checks"][0]["difference"] < 0.0083
+    step = {"status": "ok", "step_s": 5.0, "workers": [{"host": "worker1", "bytes": payload, "retrans_bytes": retrans}]}
+    section = step_counters(step, snaps)
+    (check,) = section["hosts"]["worker1"]["checks"]
+    assert check["agrees"] and check["difference"] == 0.0 and check["retrans_bytes"] == 32_892_848
+    assert section["disagreements"] == []
+    snaps["worker1"]["after"] = _snap(5, counted + 40_000_000, packets + 5000)
+    section = step_counters(step, snaps)
+    assert section["disagreements"] and section["disagreements"][0].endswith(
+        "with 66 bytes of headers per packet and 32892848 bytes retransmitted)")
+
+
+def test_rdma_retransmission_counters_are_named_as_such():
+    delta = {"errors": {"worker3:rdma/rxe0/1/hw_counters/completer_retry_err": 12,
+                        "worker3:rdma/mlx5_0/1/hw_counters/local_ack_timeout_err": 2},
+             "congestion": {"worker3:rdma/mlx5_0/1/hw_counters/roce_adp_retrans": 40}}
+    text = verdict(delta)
+    assert text.startswith("error counters moved: ")
+    assert text.endswith("; the transport retransmitted (worker3:rdma/mlx5_0/1/hw_counters/local_ack_timeout_err +2, "
+                         "worker3:rdma/mlx5_0/1/hw_counters/roce_adp_retrans +40, "
+                         "worker3:rdma/rxe0/1/hw_counters/completer_retry_err +12): losses or timeouts on the path")
