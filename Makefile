@@ -20,7 +20,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
-        history history-rebuild compare fabric-demo fabric-seeds
+        history history-rebuild compare fabric-demo fabric-seeds census
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -76,6 +76,11 @@ fabric-seeds: setup ## the fabric's step over 20 hash seeds: measured vs simulat
 	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \
 	  ansible-playbook -i inventories/fabric playbooks/fabric_up.yml >/dev/null && \
 	  ansible-playbook -i inventories/fabric playbooks/fabric_seeds.yml -e fabric_seeds=$(or $(SEEDS),20)
+
+census: setup ## the seed's census: the barrier step with mice beside it, the sink's conntrack table counted
+	@trap 'ansible-playbook playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook playbooks/lab_up.yml >/dev/null && \
+	  ansible-playbook playbooks/census.yml -e experiment_progress=false
 
 lab-up: setup ## bring the netns lab up (and leave it up)
 	ansible-playbook playbooks/lab_up.yml

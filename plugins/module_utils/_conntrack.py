@@ -233,3 +233,61 @@ def run(module, conntrack_class, proc="/proc"):
                          "namespace) before the connections start, for the top entries by bytes and the "
                          "elephant/mice split by bytes")
     module.exit_json(**result)
+
+
+# --------------------------------------------------------------------- making a namespace track its connections
+TRACK_TABLE = "aifabric_census"
+TRACK_CHAINS = (("track_in", "prerouting", -300), ("track_out", "output", -300))
+ACCT = "sys/net/netfilter/nf_conntrack_acct"
+
+
+def _has_table(nft):
+    return any(t.get_attr("NFTA_TABLE_NAME") == TRACK_TABLE for t in nft.get_tables())
+
+
+def _track_rule():
+    """A rule that loads the connection's state (``ct state``) into a register: an expression that needs conntrack,
+    so the kernel tracks every packet the chain sees (it matches nothing and drops nothing)."""
+    from pyroute2.nftables.expressions import genex
+
+    return [genex("ct", {"dreg": 1, "key": 0})]  # NFT_REG_1, NFT_CT_STATE
+
+
+def tracking_state(nft, proc="/proc"):
+    """``{tracking: bool, accounting: bool}``: whether the census table is there, whether bytes are counted."""
+    return {"tracking": _has_table(nft), "accounting": _read_int(os.path.join(proc, ACCT)) == 1}
+
+
+def set_tracking(nft, present=True, accounting=True, proc="/proc"):
+    """Create (or remove) the table whose chains make the namespace track its connections, and turn byte accounting
+    on (``accounting``; it is left as it is on removal)."""
+    if present:
+        if not _has_table(nft):
+            nft.table("add", name=TRACK_TABLE)
+            for name, hook, priority in TRACK_CHAINS:
+                nft.chain("add", table=TRACK_TABLE, name=name, hook=hook, priority=priority, type="filter")
+                nft.rule("add", table=TRACK_TABLE, chain=name, expressions=(_track_rule(),))
+        if accounting:
+            with open(os.path.join(proc, ACCT), "w") as handle:
+                handle.write("1\n")
+    elif _has_table(nft):
+        nft.table("del", name=TRACK_TABLE)
+
+
+def run_tracking(module, nftables_class, proc="/proc"):
+    """The conntrack_track module."""
+    present = module.params["state"] == "present"
+    want_acct = module.params["accounting"]
+    if not os.path.exists(os.path.join(proc, "sys/net/netfilter/nf_conntrack_count")):
+        module.fail_json(msg="conntrack is not loaded on this host (no %s/sys/net/netfilter/nf_conntrack_count): load "
+                             "the nf_conntrack module first" % proc)
+    try:
+        with nftables_class() as nft:
+            before = tracking_state(nft, proc)
+            after = {"tracking": present, "accounting": before["accounting"] or (present and want_acct)}
+            changed = before != after
+            if changed and not module.check_mode:
+                set_tracking(nft, present, want_acct, proc)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="cannot change the namespace's nftables or sysctl: %s" % exc)
+    module.exit_json(changed=changed, diff={"before": before, "after": after}, table=TRACK_TABLE, **after)

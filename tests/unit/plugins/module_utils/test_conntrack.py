@@ -175,3 +175,107 @@ def test_a_table_of_100000_entries_is_counted_in_bounded_memory():
         assert answer["peak"] < 8_000_000, answer["peak"]
     finally:
         netns.remove(name)
+
+
+class _FakeTable:
+    def __init__(self, name):
+        self.name = name
+
+    def get_attr(self, key):
+        return self.name
+
+
+class _FakeNFT:
+    def __init__(self):
+        self.tables, self.calls = [], []
+
+    def get_tables(self):
+        return [_FakeTable(t) for t in self.tables]
+
+    def table(self, cmd, name):
+        self.calls.append(("table", cmd, name))
+        if cmd == "add":
+            self.tables.append(name)
+        else:
+            self.tables.remove(name)
+
+    def chain(self, cmd, **kw):
+        self.calls.append(("chain", cmd, kw["name"], kw["hook"]))
+
+    def rule(self, cmd, **kw):
+        self.calls.append(("rule", cmd, kw["chain"]))
+
+
+def test_tracking_adds_its_table_once_and_turns_accounting_on(tmp_path):
+    from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import set_tracking, tracking_state
+
+    (tmp_path / "sys/net/netfilter").mkdir(parents=True)
+    (tmp_path / "sys/net/netfilter/nf_conntrack_acct").write_text("0\n")
+    nft = _FakeNFT()
+    assert tracking_state(nft, str(tmp_path)) == {"tracking": False, "accounting": False}
+    set_tracking(nft, True, True, str(tmp_path))
+    assert tracking_state(nft, str(tmp_path)) == {"tracking": True, "accounting": True}
+    assert nft.calls == [("table", "add", "aifabric_census"), ("chain", "add", "track_in", "prerouting"),
+                         ("rule", "add", "track_in"), ("chain", "add", "track_out", "output"),
+                         ("rule", "add", "track_out")]
+    set_tracking(nft, True, True, str(tmp_path))
+    assert len(nft.calls) == 5  # already there: nothing added
+    set_tracking(nft, False, True, str(tmp_path))
+    assert nft.tables == [] and (tmp_path / "sys/net/netfilter/nf_conntrack_acct").read_text() == "1\n"
+
+
+@pytest.mark.needs_root
+def test_a_tracked_namespace_counts_its_elephant_and_its_mice():
+    """In a namespace of its own: tracking on (nftables through pyroute2, accounting), one 20 MB connection and 50
+    small ones over loopback; the census splits them."""
+    from pyroute2 import netns
+
+    name = "aflt-ctu-track"
+    netns.create(name)
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os.close(read_fd)
+            payload = {}
+            try:
+                import threading
+
+                from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import set_tracking
+                from ansible_collections.aifabric.lab.plugins.module_utils._mice import generate, serve
+                from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import enter
+                from pyroute2 import IPRoute
+                from pyroute2.nftables.main import NFTables
+                enter(name)
+                with IPRoute() as ipr:
+                    ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+                with NFTables() as nft:
+                    set_tracking(nft, True, True)
+                server = threading.Thread(target=serve, args=("127.0.0.1", 18777, 2.0, 0.5))
+                server.start()
+                generate("127.0.0.1", 18777, rate=50, duration=1.0, size_min=1000, size_max=20_000, seed=1)
+                generate("127.0.0.1", 18777, rate=1, duration=1.0, size_min=20_000_000, size_max=20_000_000)
+                server.join()
+                payload = census(read_table(), elephant_bytes=10_000_000)
+            except Exception as exc:  # noqa: BLE001  reported to the parent
+                payload = {"error": "%s: %s" % (type(exc).__name__, exc)}
+            finally:
+                os.write(write_fd, json.dumps(payload).encode())
+                os._exit(0)
+        os.close(write_fd)
+        data = b""
+        while True:
+            part = os.read(read_fd, 65536)
+            if not part:
+                break
+            data += part
+        os.waitpid(pid, 0)
+    finally:
+        os.close(read_fd)
+        netns.remove(name)
+    out = json.loads(data)
+    assert "error" not in out, out
+    assert out["accounting"] and out["by_protocol"]["tcp"] == 51
+    assert out["elephants"]["count"] == 1 and out["mice"]["count"] == 50
+    assert out["mice"]["count_share"] == pytest.approx(50 / 51)
+    assert out["elephants"]["bytes_share"] > 0.97
