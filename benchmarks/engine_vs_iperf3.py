@@ -47,8 +47,8 @@ def main():
             for name, zerocopy in (("iperf3", False), ("iperf3 -Z", True)):
                 gbps, cpu = iperf3_flow(a, b, zerocopy)
                 rows[name].append((gbps, cpu / (VOLUME / 1e9)))
-            print("run %d: " % (i + 1) + " | ".join("%s %.2f Gb/s %.3f cpu-s/GB" % (name, data[-1][0], data[-1][1])
-                                                   for name, data in rows.items()))
+            figures = ["%s %.2f Gb/s %.3f cpu-s/GB" % (name, data[-1][0], data[-1][1]) for name, data in rows.items()]
+            print("run %d: %s" % (i + 1, " | ".join(figures)))
     print()
     print("%-10s %26s %26s" % ("", "Gb/s median (min - max)", "cpu-s/GB median (min - max)"))
     medians = {}
