@@ -19,6 +19,8 @@ import socket
 import threading
 import time
 
+from ._stats import percentile
+
 __all__ = ["MiceError", "bounded_pareto", "serve", "generate", "percentile"]
 
 
@@ -31,16 +33,6 @@ def bounded_pareto(rng, alpha, low, high):
     u = rng.random()
     la, ha = low ** alpha, high ** alpha
     return int(round((-(u * ha - u * la - ha) / (ha * la)) ** (-1.0 / alpha)))
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = q * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def serve(address, port, duration, grace=5.0, clock=time.monotonic):

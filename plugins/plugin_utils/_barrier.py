@@ -14,6 +14,7 @@ fast step that never happened. The failed hosts and causes are listed and the co
 
 from __future__ import annotations
 
+from ansible_collections.aifabric.lab.plugins.module_utils._stats import percentile
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._counters_diff import step_counters
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import goodput_factor, predict_completions
@@ -153,17 +154,6 @@ def _late_bound(raw, predicted_step, measured_step):
     if not base:
         return None, "no step time to relate lateness to"
     return bound * base, "%g%% of the %s step %.3f s" % (bound * 100, what, base)
-
-
-def percentile(values, q):
-    """The q-quantile of ``values``, linear between ranks (None when there are none)."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = q * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def _host_entry(step, host, flows, ok_keys, predicted):

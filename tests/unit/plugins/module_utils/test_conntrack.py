@@ -6,10 +6,9 @@ table of 100,000 entries in a namespace of the test's own."""
 
 from __future__ import annotations
 
-import json
-import os
 import socket
 import struct
+import threading
 import tracemalloc
 
 import pytest
@@ -21,6 +20,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import (
     parse_entries,
     read_table,
 )
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric import in_netns_fork
 
 NLA_F_NESTED = 0x8000
 
@@ -112,50 +112,27 @@ def test_memory_is_bounded_by_the_counters_not_the_table():
     assert peaks[1] < peaks[0] * 1.2 + 50_000, peaks
 
 
-def _fill(namespace, n):
-    """``n`` entries (one in ten UDP, the rest TCP to port 443) added through ctnetlink in batches, from a child
-    inside ``namespace``. Returns what the child's census said."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(read_fd)
-        payload = {}
-        try:
-            from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import enter
-            enter(namespace)
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-            sock.bind((0, 0))
+def _fill_and_count(n):
+    """Inside the namespace (``in_netns_fork``'s child): ``n`` entries (one in ten UDP, the rest TCP to port 443)
+    added through ctnetlink in batches, then the census and its peak allocations."""
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
+    sock.bind((0, 0))
+    batch = []
+    for i in range(n):
+        a, b = divmod(i, 50000)
+        src = "10.%d.%d.%d" % (1 + a // 62500, (a // 250) % 250, a % 250 + 1)
+        proto = 17 if i % 10 == 0 else 6
+        body = struct.pack("=BBH", socket.AF_INET, 0, 0) + tup(1, src, "10.200.0.1", proto, 1024 + b, 443) \
+            + tup(2, "10.200.0.1", src, proto, 443, 1024 + b) + attr(7, struct.pack("!I", 600))
+        # IPCTNL_MSG_CT_NEW, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL
+        batch.append(struct.pack("=IHHII", 16 + len(body), 0x100, 0x601, i + 1, 0) + body)
+        if len(batch) == 200 or i == n - 1:
+            sock.send(b"".join(batch))
             batch = []
-            for i in range(n):
-                a, b = divmod(i, 50000)
-                src = "10.%d.%d.%d" % (1 + a // 62500, (a // 250) % 250, a % 250 + 1)
-                proto = 17 if i % 10 == 0 else 6
-                body = struct.pack("=BBH", socket.AF_INET, 0, 0) + tup(1, src, "10.200.0.1", proto, 1024 + b, 443) \
-                    + tup(2, "10.200.0.1", src, proto, 443, 1024 + b) + attr(7, struct.pack("!I", 600))
-                # IPCTNL_MSG_CT_NEW, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL
-                batch.append(struct.pack("=IHHII", 16 + len(body), 0x100, 0x601, i + 1, 0) + body)
-                if len(batch) == 200 or i == n - 1:
-                    sock.send(b"".join(batch))
-                    batch = []
-            sock.close()
-            tracemalloc.start()
-            result = census(read_table(), top=5)
-            payload = {"census": result, "peak": tracemalloc.get_traced_memory()[1]}
-        except Exception as exc:  # noqa: BLE001  reported to the parent
-            payload = {"error": "%s: %s" % (type(exc).__name__, exc)}
-        finally:
-            os.write(write_fd, json.dumps(payload).encode())
-            os._exit(0)
-    os.close(write_fd)
-    data = b""
-    while True:
-        part = os.read(read_fd, 65536)
-        if not part:
-            break
-        data += part
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    return json.loads(data)
+    sock.close()
+    tracemalloc.start()
+    result = census(read_table(), top=5)
+    return {"census": result, "peak": tracemalloc.get_traced_memory()[1]}
 
 
 @pytest.mark.needs_root
@@ -165,8 +142,7 @@ def test_a_table_of_100000_entries_is_counted_in_bounded_memory():
     name = "aflt-ctu-census"
     netns.create(name)
     try:
-        answer = _fill(name, 100_000)
-        assert "error" not in answer, answer
+        answer = in_netns_fork(name, _fill_and_count, 100_000)
         out = answer["census"]
         assert out["entries"] == 100_000
         assert out["by_protocol"] == {"tcp": 90_000, "udp": 10_000}
@@ -224,6 +200,25 @@ def test_tracking_adds_its_table_once_and_turns_accounting_on(tmp_path):
     assert nft.tables == [] and (tmp_path / "sys/net/netfilter/nf_conntrack_acct").read_text() == "1\n"
 
 
+def _track_and_count():
+    """Inside the namespace: tracking on, one 20 MB connection and 50 mice over loopback, then the census."""
+    from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import set_tracking
+    from ansible_collections.aifabric.lab.plugins.module_utils._mice import generate, serve
+    from pyroute2 import IPRoute
+    from pyroute2.nftables.main import NFTables
+
+    with IPRoute() as ipr:
+        ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+    with NFTables() as nft:
+        set_tracking(nft, True, True)
+    server = threading.Thread(target=serve, args=("127.0.0.1", 18777, 2.0, 0.5))
+    server.start()
+    generate("127.0.0.1", 18777, rate=50, duration=1.0, size_min=1000, size_max=20_000, seed=1)
+    generate("127.0.0.1", 18777, rate=1, duration=1.0, size_min=20_000_000, size_max=20_000_000)
+    server.join()
+    return census(read_table(), elephant_bytes=10_000_000)
+
+
 @pytest.mark.needs_root
 def test_a_tracked_namespace_counts_its_elephant_and_its_mice():
     """In a namespace of its own: tracking on (nftables through pyroute2, accounting), one 20 MB connection and 50
@@ -232,49 +227,10 @@ def test_a_tracked_namespace_counts_its_elephant_and_its_mice():
 
     name = "aflt-ctu-track"
     netns.create(name)
-    read_fd, write_fd = os.pipe()
     try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            os.close(read_fd)
-            payload = {}
-            try:
-                import threading
-
-                from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import set_tracking
-                from ansible_collections.aifabric.lab.plugins.module_utils._mice import generate, serve
-                from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import enter
-                from pyroute2 import IPRoute
-                from pyroute2.nftables.main import NFTables
-                enter(name)
-                with IPRoute() as ipr:
-                    ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-                with NFTables() as nft:
-                    set_tracking(nft, True, True)
-                server = threading.Thread(target=serve, args=("127.0.0.1", 18777, 2.0, 0.5))
-                server.start()
-                generate("127.0.0.1", 18777, rate=50, duration=1.0, size_min=1000, size_max=20_000, seed=1)
-                generate("127.0.0.1", 18777, rate=1, duration=1.0, size_min=20_000_000, size_max=20_000_000)
-                server.join()
-                payload = census(read_table(), elephant_bytes=10_000_000)
-            except Exception as exc:  # noqa: BLE001  reported to the parent
-                payload = {"error": "%s: %s" % (type(exc).__name__, exc)}
-            finally:
-                os.write(write_fd, json.dumps(payload).encode())
-                os._exit(0)
-        os.close(write_fd)
-        data = b""
-        while True:
-            part = os.read(read_fd, 65536)
-            if not part:
-                break
-            data += part
-        os.waitpid(pid, 0)
+        out = in_netns_fork(name, _track_and_count)
     finally:
-        os.close(read_fd)
         netns.remove(name)
-    out = json.loads(data)
-    assert "error" not in out, out
     assert out["accounting"] and out["by_protocol"]["tcp"] == 51
     assert out["elephants"]["count"] == 1 and out["mice"]["count"] == 50
     assert out["mice"]["count_share"] == pytest.approx(50 / 51)
