@@ -20,7 +20,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
-        history history-rebuild compare fabric-demo fabric-seeds census
+        history history-rebuild compare fabric-demo fabric-seeds census test-matrix docs release ee
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -47,13 +47,17 @@ endef
 .stamps/apt-test: Makefile
 	$(call apt_ensure,$(TEST_PKGS))
 
-.stamps/venv: requirements.txt .stamps/apt
+.stamps/venv: requirements.txt constraints.txt .stamps/apt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	@$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -r requirements.txt ansible-core
 	@touch $@
 
-.stamps/venv-test: requirements-test.txt .stamps/venv .stamps/apt-test
+.stamps/venv-test: requirements-test.txt constraints.txt .stamps/venv .stamps/apt-test
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-test.txt
+	@touch $@
+
+.stamps/venv-docs: requirements-docs.txt .stamps/venv-test
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-docs.txt
 	@touch $@
 
 $(COLL_LINK):
@@ -62,7 +66,7 @@ $(COLL_LINK):
 
 setup: .stamps/venv $(COLL_LINK) ## install what the demo needs (apt, pinned pip into .venv)
 
-setup-test: setup .stamps/venv-test ## install the test tooling too
+setup-test: setup .stamps/venv-test .stamps/venv-docs ## install the test tooling too (and Sphinx for the docsite)
 
 demo: setup ## run the seed's barrier experiment on the embedded netns lab (UNTHROTTLED=1: nobody throttled)
 	@trap 'ansible-playbook playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
@@ -122,8 +126,20 @@ vmlab-down: setup ## stop the VM lab
 vmlab-test: vmlab-setup setup-test ## the VM tier of the tests alone
 	bash tests/vmlab/run.sh
 
-test: setup-test .stamps/apt-vmlab ## run the whole test suite (lint, sanity, units, integration, molecule, VM lab)
+test: setup-test .stamps/apt-vmlab ## run the whole test suite (lint, sanity, units, ansible-core matrix, integration, molecule, VM lab)
 	@bash tests/run-all.sh
+
+test-matrix: setup-test ## sanity and units against every supported ansible-core, each in its own venv (V="2.17.14 ...")
+	bash tests/matrix/run.sh $(V)
+
+docs: setup-test ## build the collection's docsite (antsibull-docs, Sphinx) into build/docsite/build/html
+	bash docs/docsite/build.sh
+
+release: setup-test ## the changelog's fragments become release VERSION (galaxy.yml too): make release VERSION=x.y.z
+	bash tests/release/release.sh $(VERSION)
+
+ee: setup-test ## write the example execution environment's build context into build/ee (ansible-builder create)
+	$(BIN)/ansible-builder create -f ee/execution-environment.yml --context build/ee
 
 units: setup-test ## unit tests
 	$(BIN)/pytest -q tests/unit

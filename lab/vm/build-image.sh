@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${1:-${AIFABRIC_VMLAB_CACHE:-/var/cache/aifabric-vmlab}}
 packages=linux-image-amd64,initramfs-tools,udev,kmod,iproute2,rdma-core,ibverbs-utils,ibverbs-providers,perftest,python3,pciutils,ethtool,procps,openssh-server,iperf3,python3-pyverbs
 # pyroute2 at the collection's own pin (Debian's python3-pyroute2 is 0.7), installed with pip into the guest
-pyroute2_pin=$(grep -E '^pyroute2==' "$here/../../requirements.txt")
+pyroute2_pin=$(grep -E '^pyroute2==' "$here/../../constraints.txt")
 inputs=$(cat "$0" "$here/guest-init.sh"; echo "$packages $pyroute2_pin")
 stamp="$cache/image-$(sha256sum <<<"$inputs" | cut -c1-16).done"
 mkdir -p "$cache"

@@ -33,3 +33,31 @@ attributes:
     support: full
     details: The module changes nothing.
 """
+
+    # aifabric.lab.attributes.action_group_flows: the modules of action group C(flows) (meta/runtime.yml).
+    ACTION_GROUP_FLOWS = r"""
+options: {}
+attributes:
+  action_group:
+    description: >-
+      Use C(group/aifabric.lab.flows) in C(module_defaults) to set the options the flow modules share (O(state_dir),
+      O(token), O(timeout), O(interval), O(strict_start), O(start_tolerance), O(engine)) once for a play.
+    support: full
+    membership:
+      - aifabric.lab.flows
+    version_added: 0.4.0
+"""
+
+    # aifabric.lab.attributes.action_group_fabric: the modules of action group C(fabric) (meta/runtime.yml).
+    ACTION_GROUP_FABRIC = r"""
+options: {}
+attributes:
+  action_group:
+    description: >-
+      Use C(group/aifabric.lab.fabric) in C(module_defaults) to give the fabric's description (O(leaves), O(spines),
+      O(hosts), O(mtu), O(hash) and the rest) once for every fabric module of a play.
+    support: full
+    membership:
+      - aifabric.lab.fabric
+    version_added: 0.4.0
+"""

@@ -23,6 +23,7 @@ extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.attributes.info_module
   - aifabric.lab.fabric
+  - aifabric.lab.attributes.action_group_fabric
 options:
   flows:
     description: The flows to look up.

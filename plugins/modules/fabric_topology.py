@@ -26,6 +26,7 @@ requirements:
 extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.fabric
+  - aifabric.lab.attributes.action_group_fabric
 attributes:
   check_mode:
     support: full

@@ -35,6 +35,7 @@ author:
   - aifabric.lab contributors (@aifabric)
 extends_documentation_fragment:
   - aifabric.lab.attributes
+  - aifabric.lab.attributes.action_group_flows
 attributes:
   check_mode:
     support: full

@@ -36,6 +36,7 @@ requirements:
   - pyroute2 (for qdisc counters)
 extends_documentation_fragment:
   - aifabric.lab.attributes
+  - aifabric.lab.attributes.action_group_flows
 attributes:
   check_mode:
     support: full

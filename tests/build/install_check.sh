@@ -9,6 +9,19 @@ cd "$root"
 ansible-galaxy collection build --force --output-path "$work/dist" . >/dev/null
 tarball=$(ls "$work"/dist/aifabric-lab-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+# The tarball's version is the changelog's latest release (between releases: the next one, beyond it).
+latest=$(python -c "import yaml
+from ansible.module_utils.compat.version import LooseVersion as V
+print(max(yaml.safe_load(open('changelogs/changelog.yaml'))['releases'], key=V))")
+unreleased=$(find changelogs/fragments -name '*.y*ml' | wc -l)
+if [ "$unreleased" -eq 0 ] && [ "$(basename "$tarball")" != "aifabric-lab-$latest.tar.gz" ]; then
+  echo "built $(basename "$tarball") but the changelog's latest release is $latest"; exit 1
+fi
+echo "version: $(basename "$tarball" .tar.gz | cut -d- -f3) (changelog: latest release $latest, $unreleased unreleased fragments)"
+listing=$(tar tzf "$tarball")
+for f in CHANGELOG.md changelogs/changelog.yaml meta/execution-environment.yml requirements.txt bindep.txt; do
+  grep -qx "$f" <<<"$listing" || { echo "the tarball lacks $f"; exit 1; }
+done
 if tar tzf "$tarball" | grep -E '^(\.venv|\.collections|\.stamps|runs|build)/' ; then echo "build_ignore let these in"; exit 1; fi
 ansible-galaxy collection install --force -p "$work/collections" "$tarball" >/dev/null 2>&1
 cd "$work"   # away from the checkout's ansible.cfg
@@ -24,4 +37,28 @@ grep -q '"changed": true' <<<"$out"
 out=$(ansible localhost -c local -m ansible.builtin.debug \
   -a "msg={{ {'w1': ['b'], 'w2': ['b', 't']} | aifabric.lab.fair_share({'b': '8gbit', 't': '2gbit'}) }}")
 grep -q '"rate_bps": 6000000000.0' <<<"$out"
+# The execution environment: ansible-builder's own introspection (the script a build runs inside the image) reads the
+# installed collection's meta/execution-environment.yml, and `ansible-builder create` writes the example EE's context.
+ansible-builder create -f "$root/ee/execution-environment.yml" --context "$work/ee" > "$work/ee.log" \
+  || { cat "$work/ee.log"; exit 1; }
+python "$work/ee/_build/scripts/introspect.py" introspect --write-pip "$work/ee-pip.txt" \
+  --write-bindep "$work/ee-bindep.txt" "$work/collections" > "$work/introspect.log" 2>&1 \
+  || { cat "$work/introspect.log"; exit 1; }
+for want in "pyroute2>=0.9.7,<0.10" "numpy>=2.4,<3" "jinja2>=3.1"; do
+  grep -q "^$want  # from collection aifabric.lab" "$work/ee-pip.txt" || { echo "EE pip lacks $want"; cat "$work/ee-pip.txt"; exit 1; }
+done
+grep -q "^iproute \[platform:rpm\]  # from collection aifabric.lab" "$work/ee-bindep.txt" \
+  || { echo "EE bindep lacks iproute"; cat "$work/ee-bindep.txt"; exit 1; }
+# what the image's assemble step installs: `bindep -l newline` of that file, no profile (here a dpkg platform)
+ee_system=$(cd "$work" && bindep -f ee-bindep.txt -l newline | paste -sd' ')
+[ "$ee_system" = "iproute2" ] || { echo "the EE would install: $ee_system (expected iproute2 alone)"; exit 1; }
+grep -q "aifabric.lab" "$work/ee/_build/requirements.yml"
+grep -q "FROM \$EE_BASE_IMAGE" "$work/ee/Dockerfile"
+echo "execution environment: context written ($(find "$work/ee" -type f | wc -l) files); introspection of the installed" \
+  "collection: $(wc -l < "$work/ee-pip.txt") Python and $(grep -c 'aifabric.lab' "$work/ee-bindep.txt") system requirements," \
+  "of which an EE installs: $ee_system"
 echo "installed collection: ansible-doc, a module (check mode), a filter and the callback load from $work/collections"
+# The action groups (meta/runtime.yml): options set once in module_defaults reach each module of the group.
+out=$(ansible-playbook -i localhost, -e "state_dir=$work/state flows_token=md-$RANDOM$RANDOM" "$root/tests/build/module_defaults.yml" 2>&1) \
+  || { echo "$out" | tail -30; exit 1; }
+echo "action groups: group/aifabric.lab.flows and group/aifabric.lab.fabric set their modules' options from module_defaults"

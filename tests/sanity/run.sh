@@ -15,12 +15,13 @@ git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' 
 done
 cd "$dest"
 git init -q . && git add -A >/dev/null   # ansible-test lists a collection's files through git when it can
-# The stand-in for get-pip, under every name ansible-test may ask for.
-pip_version=$(python -c "import ansible_test._internal.constants as c; print(getattr(c, 'PIP_VERSION', ''))" 2>/dev/null || true)
-pip_version=${pip_version:-$(grep -rhoE "pip_version = '[0-9.]+'|PIP_VERSION = '[0-9.]+'" \
-  "$(python -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')" | head -n1 | grep -oE "[0-9.]+" || true)}
+# The stand-in for get-pip, under every name this ansible-test may ask for (each version pins its own pip: a
+# constant in newer ones, `pip='23.1.2'` in 2.16's python_requirements.py).
+test_dir=$(python -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')
+pip_versions=$(grep -rhoE "(pip_version = |PIP_VERSION = |pip=)'[0-9.]+'" "$test_dir" --include=*.py | grep -oE "[0-9.]+" \
+  | sort -u || true)
 mkdir -p ~/.ansible/test/cache
-for v in $pip_version 24.2 24.3.1 25.0.1; do
+for v in $pip_versions 24.2 24.3.1 25.0.1; do
   cp "$root/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/get_pip_${v//./_}.py
 done
 exec ansible-test sanity --python 3.11 --local --color no "$@"
