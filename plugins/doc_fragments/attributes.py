@@ -55,7 +55,8 @@ attributes:
   action_group:
     description: >-
       Use C(group/aifabric.lab.fabric) in C(module_defaults) to give the fabric's description (O(leaves), O(spines),
-      O(hosts), O(mtu), O(hash) and the rest) once for every fabric module of a play.
+      O(hosts), O(mtu), O(hash), O(seed), O(link_subnet), O(host_rate), O(uplink_rate)) once for every fabric module
+      of a play. Only these: C(state) and C(state_dir) belong to one module alone.
     support: full
     membership:
       - aifabric.lab.fabric

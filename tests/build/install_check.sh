@@ -44,10 +44,10 @@ ansible-builder create -f "$root/ee/execution-environment.yml" --context "$work/
 python "$work/ee/_build/scripts/introspect.py" introspect --write-pip "$work/ee-pip.txt" \
   --write-bindep "$work/ee-bindep.txt" "$work/collections" > "$work/introspect.log" 2>&1 \
   || { cat "$work/introspect.log"; exit 1; }
-for want in "pyroute2>=0.9.7,<0.10" "numpy>=2.4,<3" "jinja2>=3.1"; do
+for want in "pyroute2>=0.9.7" "numpy>=2.4" "jinja2>=3.1"; do
   grep -q "^$want  # from collection aifabric.lab" "$work/ee-pip.txt" || { echo "EE pip lacks $want"; cat "$work/ee-pip.txt"; exit 1; }
 done
-grep -q "^iproute \[platform:rpm\]  # from collection aifabric.lab" "$work/ee-bindep.txt" \
+grep -q "^iproute \[platform:redhat\]  # from collection aifabric.lab" "$work/ee-bindep.txt" \
   || { echo "EE bindep lacks iproute"; cat "$work/ee-bindep.txt"; exit 1; }
 # what the image's assemble step installs: `bindep -l newline` of that file, no profile (here a dpkg platform)
 ee_system=$(cd "$work" && bindep -f ee-bindep.txt -l newline | paste -sd' ')

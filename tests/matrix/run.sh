@@ -29,18 +29,24 @@ for v in "${versions[@]}"; do
   venv="$root/.matrix/ansible-core-$v"
   start=$SECONDS
   echo; echo "=== ansible-core $v: venv $venv"
-  stamp="$venv/.aifabric-$(cat requirements.txt constraints.txt <(echo "$pytest_pin") | sha256sum | cut -c1-12)"
+  stamp="$venv/.aifabric-$(cat requirements.txt constraints.txt <(echo "$pytest_pin $("$PYTHON" -V)") \
+    | sha256sum | cut -c1-12)"
   if [ ! -e "$stamp" ]; then
     rm -rf "$venv"
-    "$PYTHON" -m venv "$venv"
     # the collection's pins without .venv's ansible-core: this venv's ansible-core is the matrix's
-    grep -v '^ansible-core==' constraints.txt > "$venv/constraints.txt"
-    "$venv/bin/pip" install -q --disable-pip-version-check -c "$venv/constraints.txt" -r requirements.txt \
-      "ansible-core==$v" "$pytest_pin"
+    if ! { "$PYTHON" -m venv "$venv" && grep -v '^ansible-core==' constraints.txt > "$venv/constraints.txt" \
+           && "$venv/bin/pip" install -q --disable-pip-version-check -c "$venv/constraints.txt" -r requirements.txt \
+                "ansible-core==$v" "$pytest_pin"; }; then
+      echo "ansible-core $v: its venv could not be built ($venv)"
+      failed=$((failed + 1)); results+=("$v|venv FAILED|$((SECONDS - start)) s"); continue
+    fi
     touch "$stamp"
   fi
   got=$("$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)')
-  [ "$got" = "$v" ] || { echo "matrix: $venv runs ansible-core $got, not $v"; exit 1; }
+  if [ "$got" != "$v" ]; then
+    echo "ansible-core $v: $venv runs ansible-core $got"
+    failed=$((failed + 1)); results+=("$v|venv runs $got|$((SECONDS - start)) s"); continue
+  fi
   sanity=FAILED; units=FAILED
   if PATH="$venv/bin:$PATH" bash tests/sanity/run.sh > "$venv/sanity.log" 2>&1; then sanity=passed
   else tail -40 "$venv/sanity.log"; fi

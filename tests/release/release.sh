@@ -10,8 +10,9 @@ version=${1:-}
 ls changelogs/fragments/*.y*ml >/dev/null 2>&1 || { echo "release: no fragments in changelogs/fragments"; exit 1; }
 ls changelogs/fragments/*.y*ml | xargs grep -l '^release_summary:' >/dev/null \
   || { echo "release: add changelogs/fragments/$version.yml with a release_summary first"; exit 1; }
-sed -i "s/^version: .*/version: $version/" galaxy.yml
+# the changelog first: when it fails (a bad fragment), nothing else has changed
 ANSIBLE_COLLECTIONS_PATH="$root/.collections" antsibull-changelog release --version "$version"
+sed -i "s/^version: .*/version: $version/" galaxy.yml
 sed -i "s/^    version: .*/    version: $version/" ee/requirements.yml
 sed -i "s/aifabric-lab-ee:[0-9.]*/aifabric-lab-ee:$version/" ee/execution-environment.yml
 pytest -q -p no:cacheprovider tests/unit/plugins/test_release.py

@@ -134,14 +134,21 @@ def test_the_changelog_names_each_plugin_in_the_release_that_added_it(docs):
                 listed[(ptype, plugin["name"])] = version
         for module in changelog["releases"][version].get("modules") or []:
             listed[("module", module["name"])] = version
+    galaxy = _yaml("galaxy.yml")["version"]
     problems = []
     for (ptype, name), entry in sorted(docs.items()):
         if ptype not in PLUGIN_TYPES:
             continue
-        added = (entry.get("doc") or {}).get("version_added")
-        if str(added) not in changelog["releases"]:
-            continue   # added after the latest release (the next one lists it)
-        if listed.get((ptype, name)) != str(added):
+        added = str((entry.get("doc") or {}).get("version_added"))
+        if _v(added) > _v(versions[-1]):
+            # after the latest release: only the version being built (galaxy.yml), whose release will list it
+            if added != galaxy:
+                problems.append("%s %s: version_added %s is neither released nor the version being built (%s)"
+                                % (ptype, name, added, galaxy))
+        elif added not in changelog["releases"]:
+            problems.append("%s %s: version_added %s was never released (releases: %s)"
+                            % (ptype, name, added, ", ".join(versions)))
+        elif listed.get((ptype, name)) != added:
             problems.append("%s %s: version_added %s, but the changelog lists it under %s"
                             % (ptype, name, added, listed.get((ptype, name))))
     assert not problems, "\n".join(problems)
@@ -178,9 +185,12 @@ def test_the_matrix_spans_requires_ansible_to_the_pinned_core_without_gaps():
     assert minors == sorted(set(minors)), "one version per minor, oldest first: %s" % listed
     assert all(b == (a[0], a[1] + 1) for a, b in zip(minors, minors[1:])), "a minor is missing: %s" % listed
     requires = _yaml("meta", "runtime.yml")["requires_ansible"]
-    lower = re.match(r"^>=\s*(\d+)\.(\d+)\.0$", requires)
-    assert lower, "requires_ansible should be a lower bound like >=2.16.0, not %r" % requires
-    assert minors[0] == (int(lower.group(1)), int(lower.group(2))), (requires, listed)
+    bounds = re.match(r"^>=(\d+)\.(\d+)\.0,<(\d+)\.(\d+)\.0$", requires)
+    assert bounds, "requires_ansible should be the tested range, like >=2.16.0,<2.20.0, not %r" % requires
+    lower, upper = [(int(bounds.group(i)), int(bounds.group(i + 1))) for i in (1, 3)]
+    assert minors[0] == lower, "requires_ansible starts at %s.%s, the matrix at %s" % (lower + (listed[0],))
+    assert upper == (minors[-1][0], minors[-1][1] + 1), (
+        "requires_ansible admits up to %s.%s (excluded) but the matrix's newest is %s" % (upper + (listed[-1],)))
     pinned = [line.split("==")[1] for line in _lines("constraints.txt") if line.startswith("ansible-core==")]
     assert pinned == [listed[-1]], "constraints.txt pins %s; the matrix's newest is %s" % (pinned, listed[-1])
     with open(os.path.join(ROOT, "README.md")) as handle:
