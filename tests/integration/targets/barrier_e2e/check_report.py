@@ -9,7 +9,11 @@ assert report["status"] == "ok", report
 base = steps["elephant"]
 assert base["kind"] == "baseline"
 factor = 8948 / 9014
-assert abs(base["workers"][0]["gbps"] / (8 * factor) - 1) < 0.03, base["workers"][0]
+# The shaper sets a ceiling; a busy 2-core machine can only slow a 1-second flow (slow start, a retransmission), as
+# in one CI run (7.68 of 7.94 Gb/s). So: never above the shaped goodput, and not far below it (a wrong rate, 7gbit
+# say, is 12% below).
+single = base["workers"][0]["gbps"] / (8 * factor)
+assert 0.93 < single < 1.015, base["workers"][0]
 step = steps["barrier"]
 w = {x["host"]: x for x in step["workers"]}
 assert step["step_s"] == w["worker3"]["completion_s"] == max(x["completion_s"] for x in w.values())
