@@ -16,3 +16,17 @@ def pytest_configure(config):
     # tier runs them (tests/integration/targets/unit_root: pytest -m needs_root).
     config.addinivalue_line("markers", "needs_root: creates network namespaces or links (root); run by the integration "
                                        "tier's unit_root target")
+
+
+def pytest_collection_modifyitems(config, items):
+    """As an ordinary user, the tests that need root are skipped with the reason (they create namespaces); as root
+    they run where asked (the unit tier deselects them with -m "not needs_root"; the integration tier runs them)."""
+    if os.geteuid() == 0:
+        return
+    import pytest
+
+    skip = pytest.mark.skip(reason="needs root (creates network namespaces or links); run as root, or see the "
+                                   "integration tier's unit_root target")
+    for item in items:
+        if "needs_root" in item.keywords:
+            item.add_marker(skip)
