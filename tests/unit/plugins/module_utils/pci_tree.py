@@ -224,8 +224,9 @@ class KernelWrites:
     name (a lone newline clears it to ``(null)``); ``driver/unbind`` takes the device off its driver (both links
     go); ``drivers/<d>/bind`` binds it, refused (ENODEV) when driver_override names another driver;
     ``drivers_probe`` binds it to driver_override's driver, or else back to its host driver (``native``);
-    ``sriov_numvfs`` refuses N on a PF that has VFs (EBUSY) and holds the count. ``refuse`` maps
-    ``(path relative to the root, through any of its links, text)`` to an errno the write fails with, the way a driver's probe or sriov_configure fails;
+    ``sriov_numvfs`` refuses N on a PF that has VFs (EBUSY) and holds the count. ``refuse`` maps ``(path relative to
+    the root, through any of its links, text)`` to an errno the write fails with, the way a driver's probe or
+    sriov_configure fails;
     ``silent`` lists drivers whose probe fails without the write failing (the device stays unbound). Every write is
     logged as ``(relative path, text)``."""
 

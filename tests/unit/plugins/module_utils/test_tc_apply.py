@@ -204,7 +204,8 @@ def test_a_refused_qdisc_says_why_without_a_traceback():
     with pytest.raises(ShapeError, match=r"^qdisc: htb qdisc 1: at the root on eth0: not permitted: tc needs root "
                                          r"\(CAP_NET_ADMIN in this network namespace\) \(EPERM\)"):
         shape(Module(), kernel, params())
-    with pytest.raises(ShapeError, match=r"^rate: tbf 1gbit \(burst 125KB\) on eth0: .*\(EPERM\); nothing of the new shaper is left"):
+    with pytest.raises(ShapeError, match=r"^rate: tbf 1gbit \(burst 125KB\) on eth0: .*\(EPERM\); nothing of the "
+                                         r"new shaper is left"):
         shape(Module(), kernel, params(qdisc="tbf", rate="1gbit"))
 
 
