@@ -17,7 +17,9 @@ What is looked at, and how it is recognised:
 * ``shaper`` / ``ifb`` / ``record``: in the network namespace the module runs in, root qdiscs with the collection's
   mark (htb ``1:`` with r2q 44971) or a record (``shapers/<netns>/<device>.json``), ifb devices named ``ifb-*`` or
   with the alias ``aifabric.lab: ...``; a record whose shaper (or namespace) is gone is a stale ``record``.
-* ``lab``: the netns labs netns_topology recorded (``labs/<switch>.json``), with their namespaces.
+* ``lab``: the netns labs netns_topology recorded (``labs/<switch>.json``), with their namespaces. In a namespace of
+  a lab up on purpose (recorded without an owner), the shapers tc_shape made without an owner and the ifb devices
+  are the lab's (its switch ports): kept. A throttle is an experiment's, never the lab's.
 * ``tempfile``: half-written files of the atomic writer (``.<name>.<random>``) that a killed process left.
 
 What goes (``remove``): what belongs to no live owner. A live owner's (lease running, controller alive) and the
@@ -160,6 +162,15 @@ class Scanner:
         if owner:
             reason = "%s: %s" % (describe(owner), reason)
         return live, reason, False
+
+    def _lab_here(self):
+        """The switch of the lab up on purpose (recorded without an owner) whose namespace this task runs in."""
+        if not self.netns_key.startswith("netns-"):
+            return None
+        for _path, rec in _host_state.records(self.state_dir, "labs"):
+            if not rec.get("owner") and self.netns_key[6:] in (rec.get("namespaces") or []):
+                return rec.get("switch")
+        return None
 
     def _unowned(self, what):
         if self.unowned == "remove":
@@ -391,7 +402,11 @@ class Scanner:
         if record_path:
             extra["path"] = record_path
         item = Leftover("shaper", label, owner, None, "", scope="netns", **extra)
-        if owner:
+        lab = self._lab_here() if not owner and maker != "throttle" else None
+        if lab:
+            item.live, take = True, False
+            item.reason = "part of the lab %s, up on purpose (a throttle would record its experiment)" % lab
+        elif owner:
             item.live, item.reason, _mine = self._judge(owner)
             take = item.live is False
         else:
@@ -412,7 +427,11 @@ class Scanner:
         from ._tc import Shaper
 
         item = Leftover("ifb", name, None, None, "", scope="netns", served=served)
-        take, item.reason = self._unowned("an ifb device%s" % (" for %s's ingress" % served if served else ""))
+        lab = self._lab_here()
+        if lab:
+            item.live, take, item.reason = True, False, "part of the lab %s, up on purpose" % lab
+        else:
+            take, item.reason = self._unowned("an ifb device%s" % (" for %s's ingress" % served if served else ""))
         if take:
             def act():
                 if served and served in links:

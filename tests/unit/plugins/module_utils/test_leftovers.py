@@ -218,13 +218,13 @@ class Module:
         pass
 
 
-def tc(kernel, state_dir, **kw):
+def tc(kernel, state_dir, maker="throttle", **kw):
     args = {"device": "eth0", "direction": "egress", "qdisc": "htb", "rate": "2gbit", "burst": None,
             "latency": 0.05, "fair_share_sources": [], "fair_share_destinations": [], "ack_priority": True,
-            "fair_share_ports": None, "ifb_device": None, "state": "present", "state_dir": str(state_dir),
-            "owner": None}
+            "fair_share_ports": None, "ifb_device": None, "state": "present",
+            "state_dir": str(state_dir) if state_dir is not None else None, "owner": None}
     args.update(kw)
-    return shape(Module(), kernel, args, maker="throttle")
+    return shape(Module(), kernel, args, maker=maker)
 
 
 def test_a_shaper_of_a_gone_owner_is_removed_a_live_ones_and_foreign_qdiscs_are_not(tmp_path, children):
@@ -414,3 +414,27 @@ def test_in_a_real_namespace_a_gone_owners_throttle_goes_and_a_fifo_root_stays(t
             assert Shaper(ipr, "lfa1").read()["handle"] == "8001:"
     finally:
         netns.remove(name)
+
+
+def test_in_a_lab_up_on_purpose_its_shapers_stay_and_an_ownerless_throttle_is_an_experiments(tmp_path, monkeypatch):
+    """The netns lab's switch: tc_shape shaped its ports (no owner: the lab is up on purpose); a throttle without
+    owner in that namespace is an experiment's leftover, which unowned=remove takes."""
+    monkeypatch.setattr(_host_state, "netns_key", lambda: "netns-afl-switch")
+    kernel = TcKernel()
+    for name in ("p-sink", "p-w1", "eth0"):
+        kernel.add_link(name)
+    tc(kernel, tmp_path, maker="tc_shape", device="p-sink", rate="8gbit", fair_share_sources=["198.18.0.11"])
+    tc(kernel, tmp_path, maker="tc_shape", device="p-w1", direction="ingress", rate="8gbit",
+       fair_share_destinations=["198.18.0.1"])
+    tc(kernel, tmp_path, device="eth0")  # a throttle, without owner
+    lab(tmp_path, "afl-switch", ["afl-worker1"], None)
+    items, changed, _errors = netns_scanner(tmp_path, kernel, netns_key="netns-afl-switch", unowned="remove",
+                                            netns_run_dir=str(tmp_path)).run(remove=True)
+    found = {i.name: i for i in items if i.kind == "shaper"}
+    assert sorted(found) == ["eth0 htb 2gbit", "p-sink htb 8gbit", "p-w1 ingress via ifb-p-w1 htb 8gbit"]
+    assert found["p-sink htb 8gbit"].action == "kept" and found["p-sink htb 8gbit"].live is True
+    assert found["p-sink htb 8gbit"].reason.startswith("part of the lab afl-switch, up on purpose")
+    assert found["p-w1 ingress via ifb-p-w1 htb 8gbit"].action == "kept"
+    assert found["eth0 htb 2gbit"].action == "removed" and Shaper(kernel, "eth0").read()["default"]
+    assert Shaper(kernel, "p-sink").marked() and kernel.link_lookup("ifb-p-w1")
+    assert changed
