@@ -330,8 +330,14 @@ def run(module, netns, iproute):
             stopped = topology.remove(topo, module.params["process_grace"])
             Topology.remove_server_files(topo, state_dir)
             Topology.remove_step_files(state_dir, _alive)
-        if not module.check_mode and record is not None:
-            _host_state.remove_record(record_path)
+        if not module.check_mode:
+            if record is not None:
+                _host_state.remove_record(record_path)
+            # the shapers' records of the lab's namespaces go with their namespaces
+            gone = {"netns-" + ns for ns in todo}
+            for path, _rec in _host_state.records(state_dir, "shapers"):
+                if os.path.basename(os.path.dirname(path)) in gone:
+                    _host_state.remove_record(path)
         diff = {"before": {"namespaces": todo, "processes": running}, "after": {"namespaces": [], "processes": {}}}
         if stopped:
             module.warn("stopped processes still running inside the lab: %s" % stopped)

@@ -217,3 +217,16 @@ def test_a_lab_up_before_its_record_gets_one(tmp_path, monkeypatch):
     result, _applied = _run(Module(up), monkeypatch)
     assert result["changed"] and _host_state.records(str(tmp_path), "labs")[0][1]["owner"] is None
     assert not _run(Module(up), monkeypatch)[0]["changed"]
+
+
+def test_taking_the_lab_down_takes_its_shapers_records_and_no_others(tmp_path, monkeypatch):
+    from ansible_collections.aifabric.lab.plugins.module_utils import _host_state
+
+    for netns in ("netns-t-sw", "netns-t-a", "netns-other"):
+        _host_state.write_record(_host_state.shaper_record_path(str(tmp_path), netns, "eth0"),
+                                 {"kind": "shaper", "device": "eth0", "owner": None})
+    result, applied = _run(Module(params(state="absent", state_dir=str(tmp_path), owner=None, process_grace=0.1)),
+                           monkeypatch, present=("t-sw", "t-a"))
+    assert result["changed"] and applied == ["removed"]
+    assert [os.path.basename(os.path.dirname(p)) for p, _r in _host_state.records(str(tmp_path), "shapers")] == [
+        "netns-other"]
