@@ -558,7 +558,11 @@ class Shaper:
                 self.remove(index)
                 return ("putting the earlier shaper (%s %s) back failed too (%s): %s has its default qdisc, no half "
                         "shaper" % (ours["qdisc"], format_rate(ours["rate"]), exc, self.device))
+        now = self.read(index)
         if before and before.get("foreign") and not before.get("default"):
+            if now and now.get("handle") == before["handle"] and now.get("qdisc") == before["qdisc"]:
+                return "nothing of the new shaper is left; the %s %s root is still there" % (
+                    before["qdisc"], before["handle"])
             return ("nothing of the new shaper is left; the %s %s root it replaced is gone: %s has its default qdisc"
                     % (before["qdisc"], before["handle"], self.device))
         return "nothing of the new shaper is left: %s has its default qdisc, as before" % self.device

@@ -366,3 +366,14 @@ def test_the_real_kernel_replaces_in_place_and_leaves_fq_codel_alone():
                                                   "default": False}
     finally:
         netns.remove(name)
+
+
+def test_a_refused_replace_over_someones_root_leaves_it_there_and_says_so():
+    kernel, index = kernel_with(kind="ether")
+    kernel.add_qdisc(index, "fq_codel", 0x80010000, FQ_CODEL)
+    kernel.fail(lambda c, k, i, h, kw: c == "replace", errno.ENOENT)
+    with pytest.raises(ShapeError) as err:
+        shape(Module(), kernel, params())
+    assert str(err.value).endswith("(ENOENT); nothing of the new shaper is left; the fq_codel 8001: root is still "
+                                   "there")
+    assert roots(kernel, index) == [("fq_codel", 0x80010000)]
