@@ -342,9 +342,9 @@ class VfioBinder:
         try:
             write_attr(override, "\n", self.timeout)
         except (PciError, OSError) as exc:
+            tail = " driver: %s" % driver if driver else ""
             return ("restoring it failed: driver_override could not be cleared (%s); it stays vfio-pci, with driver "
-                    "%s: clear it with state: unbound%s" % (exc, self.sysfs.driver(bdf) or "none",
-                                                           " driver: %s" % driver if driver else ""))
+                    "%s: clear it with state: unbound%s" % (exc, self.sysfs.driver(bdf) or "none", tail))
         now = self.sysfs.driver(bdf)
         if now == driver:
             return "driver_override cleared; it is still on %s" % (driver or "no driver")

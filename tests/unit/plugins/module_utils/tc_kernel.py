@@ -48,8 +48,8 @@ def _msg(mtype, index, handle, parent, info, attrs):
 
 def _strip_tables(options):
     """The request's options as the kernel dumps them: no rate tables."""
-    attrs = [a for a in (options or {}).get("attrs", []) if a[0] not in ("TCA_HTB_RTAB", "TCA_HTB_CTAB",
-                                                                           "TCA_TBF_RTAB", "TCA_TBF_PTAB")]
+    tables = ("TCA_HTB_RTAB", "TCA_HTB_CTAB", "TCA_TBF_RTAB", "TCA_TBF_PTAB")
+    attrs = [a for a in (options or {}).get("attrs", []) if a[0] not in tables]
     return {"attrs": attrs}
 
 

@@ -75,8 +75,8 @@ def test_a_daemon_whose_controller_is_gone_is_ended_and_a_live_owners_is_kept(tm
     live_controller = owner_record("exp-live", 600)  # this test process: alive, on this machine
     a, b = children(), children()
     write(tmp_path / ("step-%s-worker1.pid" % RUN), dict(_proc.identity(a.pid), run=RUN, owner=gone_controller))
-    write(tmp_path / ("step-%s-worker1.pid" % OTHER_RUN), dict(_proc.identity(b.pid), run=OTHER_RUN,
-                                                                owner=live_controller))
+    write(tmp_path / ("step-%s-worker1.pid" % OTHER_RUN),
+          dict(_proc.identity(b.pid), run=OTHER_RUN, owner=live_controller))
     items, changed, errors = scanner(tmp_path).run(remove=True)
     found = by_name(items)
     ended = found["step-%s-worker1" % RUN]

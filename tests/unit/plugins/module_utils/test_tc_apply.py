@@ -77,9 +77,8 @@ def test_someones_qdiscs_read_as_foreign_with_their_handle():
     kernel.add_qdisc(index, "fq_codel", 0x80010000, FQ_CODEL)
     assert Shaper(kernel, "eth0").read() == {"qdisc": "fq_codel", "foreign": True, "handle": "8001:",
                                              "default": False}
-    kernel.add_qdisc(index, "htb", 0x20000, {"attrs": [["TCA_HTB_INIT", {"version": 3, "rate2quantum": 10,
-                                                                          "defcls": 0, "debug": 0,
-                                                                          "direct_pkts": 0}]]})
+    init = {"version": 3, "rate2quantum": 10, "defcls": 0, "debug": 0, "direct_pkts": 0}
+    kernel.add_qdisc(index, "htb", 0x20000, {"attrs": [["TCA_HTB_INIT", init]]})
     assert Shaper(kernel, "eth0").read()["handle"] == "2:"
 
 
@@ -193,9 +192,9 @@ def test_a_refused_class_change_puts_the_classes_already_changed_back():
         shape(Module(), kernel, dict(args, rate="8gbit"))
     assert str(err.value).startswith("fair_share_sources[1]: htb class 1:12 for 198.18.0.12/32 at ")
     assert str(err.value).endswith("the classes already changed were put back: the shaper is as it was (2gbit)")
-    assert {c["handle"]: c.get_attr("TCA_OPTIONS").get_attr("TCA_HTB_PARMS")["ceil"]
-            for c in kernel.get_classes(index)} == {0x10001: 250000000, 0x10010: 250000000, 0x10011: 250000000,
-                                                     0x10012: 250000000}
+    ceilings = {c["handle"]: c.get_attr("TCA_OPTIONS").get_attr("TCA_HTB_PARMS")["ceil"]
+                for c in kernel.get_classes(index)}
+    assert ceilings == {0x10001: 250000000, 0x10010: 250000000, 0x10011: 250000000, 0x10012: 250000000}
 
 
 def test_a_refused_qdisc_says_why_without_a_traceback():
