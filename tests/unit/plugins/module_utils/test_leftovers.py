@@ -406,7 +406,7 @@ def test_in_a_real_namespace_a_gone_owners_throttle_goes_and_a_fifo_root_stays(t
             for dev in ("lfa0", "lfa1"):
                 ipr.link("set", index=ipr.link_lookup(ifname=dev)[0], state="up")
             tc(ipr, tmp_path, device="lfa0", owner=owner_record("exp-killed", 600, pid=dead_pid(children)))
-            ipr.tc("replace", "pfifo", ipr.link_lookup(ifname="lfa1")[0], 0x80010000)
+            ipr.tc("replace", "pfifo", ipr.link_lookup(ifname="lfa1")[0], 0x80010000, limit=1000)
             key = _host_state.netns_key()  # the records were written under this process's namespace key
             items, changed, errors = scanner(tmp_path, ipr=ipr, netns_key=key).run(remove=True)
             assert changed and errors == [] and [(i.kind, i.action) for i in items] == [("shaper", "removed")]

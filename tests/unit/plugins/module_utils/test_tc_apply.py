@@ -358,7 +358,7 @@ def test_the_real_kernel_replaces_in_place_and_leaves_fq_codel_alone():
             assert again["applied_by"] == "replaced" and Shaper(ipr, "tca0").read()["rate"] == 4 * 10**9
             assert shape(Module(), ipr, params(device="tca0", qdisc="tbf", rate="1gbit"))["applied_by"] == "rebuilt"
             assert shape(Module(), ipr, params(device="tca0", state="absent"))["changed"]
-            ipr.tc("replace", "pfifo", index, 0x80010000)
+            ipr.tc("replace", "pfifo", index, 0x80010000, limit=1000)
             for _run in range(2):
                 assert not shape(Module(), ipr, params(device="tca0", state="absent"))["changed"]
             assert Shaper(ipr, "tca0").read() == {"qdisc": "pfifo", "foreign": True, "handle": "8001:",
