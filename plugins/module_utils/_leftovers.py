@@ -554,8 +554,9 @@ class Scanner:
     def _lock(self):
         """One cleaner at a time per state directory (the netns lab's hosts share it): the second waits, then sees
         what the first left."""
+        if not os.path.isdir(self.state_dir):
+            return None  # nothing there to take turns on (and no directory made for it)
         try:
-            os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
             fd = os.open(os.path.join(self.state_dir, ".leftovers.lock"), os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             return None
