@@ -338,7 +338,7 @@ def test_an_owner_that_cannot_be_recorded_fails_and_without_one_the_shaper_still
 
 # ------------------------------------------------------------------ the real kernel (the integration tier runs these)
 @pytest.mark.needs_root
-def test_the_real_kernel_replaces_in_place_and_leaves_fq_codel_alone():
+def test_the_real_kernel_replaces_in_place_and_leaves_a_foreign_root_alone():
     """On a veth in a namespace of its own: noqueue read as the default, htb built by replace, a new rate changed in
     place (the qdisc handle and its class counters survive), a tbf<->htb swap, a fifo root someone put there left
     alone by absent. The dev machine has htb, tbf, ingress and fifo (no fq_codel): pfifo stands for a foreign root."""
