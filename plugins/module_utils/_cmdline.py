@@ -48,11 +48,54 @@ def edit(words, args, state):
     return out
 
 
+# Characters that end, quote or expand inside GRUB_CMDLINE_LINUX="..." (a shell file grub-mkconfig sources) or in the
+# grub.cfg line GRUB's own shell-like parser reads back (its metacharacters: { } | & $ ; < >), or that either reads as
+# the start of a comment. A kernel argument never needs them.
+SHELL_METACHARACTERS = {
+    "$": "a shell or GRUB variable expansion",
+    "`": "a shell command substitution",
+    '"': "a quote that ends the GRUB_CMDLINE_LINUX string",
+    "'": "a quote",
+    "\\": "a shell escape",
+    ";": "a command separator",
+    "&": "a shell or GRUB control operator",
+    "|": "a pipe",
+    "<": "a redirection",
+    ">": "a redirection",
+    "{": "a GRUB block delimiter",
+    "}": "a GRUB block delimiter",
+    "#": "the start of a comment",
+}
+
+
 def validate(args):
+    """Every argument one kernel word that the GRUB line can hold as it is: no whitespace, no control character, no
+    shell or GRUB metacharacter. The error names the argument and the character."""
     for arg in args:
-        if not arg or any(c.isspace() or c in "\"'" for c in arg):
-            raise CmdlineError("args: %r is not one kernel argument; give each as key=value or a bare flag, without "
-                               "spaces or quotes" % arg)
+        if not arg:
+            raise CmdlineError("args: an empty argument; give each as key=value or a bare flag")
+        for char in arg:
+            if char in SHELL_METACHARACTERS:
+                raise CmdlineError(
+                    "args: %r contains %r, %s in the GRUB_CMDLINE_LINUX line (/etc/default/grub is read by a shell, "
+                    "grub.cfg by GRUB's parser); a kernel argument is key=value or a bare flag without $ ` \" ' \\ "
+                    "; & | < > { } #" % (arg, char, SHELL_METACHARACTERS[char]))
+            if char.isspace() or ord(char) < 0x20 or ord(char) == 0x7F:
+                raise CmdlineError("args: %r is not one kernel argument: it contains %s; give each argument as its "
+                                   "own list item, as key=value or a bare flag, without spaces or control characters"
+                                   % (arg, _describe_char(char)))
+
+
+def validate_variable(variable):
+    """The GRUB variable's name goes into the file as ``NAME="..."``: a shell name only."""
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", variable or ""):
+        raise CmdlineError("variable: %r is not a shell variable name (letters, digits and _, not starting with a "
+                           "digit), such as GRUB_CMDLINE_LINUX" % (variable,))
+
+
+def _describe_char(char):
+    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\x00": "a NUL byte", " ": "a space"}
+    return names.get(char, "the character %r" % char)
 
 
 def read_config(path, variable):

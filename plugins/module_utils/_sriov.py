@@ -98,17 +98,37 @@ class PF:
         return {"address": bdf, "driver": self.pci.driver(bdf), "netdevs": self.pci.netdevs(bdf)}
 
     def set_count(self, count, timeout):
-        """Write the count (through 0), bounded, and wait until every VF exists; messages say what limits it."""
+        """Write the count through 0, each write bounded. When the kernel refuses the new count, the old one is
+        written back (the VFs come back, with the driver's default settings), and the error says both what was
+        refused and how the restore went; messages say what limits the count."""
         path = os.path.join(self.dir, "sriov_numvfs")
-        try:
-            if self.num_vfs():
+        old = self.num_vfs() or 0
+        if old == count:
+            return
+        if old:
+            try:
                 write_attr(path, "0", timeout)
-            if count:
-                write_attr(path, str(count), timeout)
+            except PciError as exc:
+                raise SriovError("num_vfs: could not remove the %d VFs of %s before creating %d (writing 0 to "
+                                 "sriov_numvfs): %s. Nothing changed: a VF may be in use (a VM, a bound driver)"
+                                 % (old, self.name, count, exc)) from None
+        if not count:
+            return
+        try:
+            write_attr(path, str(count), timeout)
         except PciError as exc:
             hint = FIRMWARE_HINT % (self.address or self.name) if self.address else ""
-            raise SriovError("num_vfs: the kernel refused %d VFs on %s: %s. %s"
-                             % (count, self.name, exc, hint)) from None
+            if not old:
+                restored = "%s has 0 VFs, as before" % self.name
+            else:
+                try:
+                    write_attr(path, str(old), timeout)
+                    restored = ("its %d VFs were created again (with the driver's default MAC, VLAN and rates)"
+                                % old)
+                except PciError as undo:
+                    restored = ("restoring its %d VFs failed too: %s; %s has 0 VFs now" % (old, undo, self.name))
+            raise SriovError("num_vfs: the kernel refused %d VFs on %s: %s; %s. %s"
+                             % (count, self.name, exc, restored, hint)) from None
 
 
 def check_count(pf, count):

@@ -96,7 +96,7 @@ def run_module(module, root="/"):
             ifindex, _num, before = read_settings(ipr, pf.netdev) if pf.netdev else (None, current, [])
             count_change = count != current
             if count_change and current and not p["force"]:
-                reasons = in_use(pf, current, net_use(ipr))
+                reasons = in_use(pf, current, net_use(ipr, root=root))
                 if reasons:
                     raise SriovError("num_vfs: refusing to change %s from %d to %d VFs while they are in use (set "
                                      "force: true to go ahead): %s" % (pf.name, current, count, "; ".join(reasons)))

@@ -20,17 +20,38 @@ The shaper's layout, on the device (egress) or on an ifb device that the device'
   ECMP hash puts on one link share it as the fair-share model says, whoever sends them.
 * ``tbf``: a single token bucket. Its netlink message carries a 32-bit byte rate, so it stops at 34.3gbit.
 
-``read_shaper`` returns the same shape as ``desired_shaper`` builds, so ``changed`` is one comparison.
+``Shaper.read`` returns the same shape as ``desired_shaper`` builds, so ``changed`` is one comparison; any other root
+(the kernel's default fq_codel, mq, noqueue or pfifo_fast, handle ``0:``, or someone's qdisc) reads as
+``{qdisc, foreign: True, handle, default}``, which ``state: absent`` leaves alone.
+
+Changes replace rather than delete then add (``Shaper.apply``); every netlink refusal is a ShapeError that names the
+parameter it came from (rate, qdisc, fair_share_sources[i], ifb_device, ...) and how the device was left.
+
+Marks (what ``aifabric.lab.lab_leftovers`` recognises): an htb root of ours has r2q ``R2Q_MARK``; the ifb devices are
+named ``ifb-DEVICE`` (by default) and carry the alias ``aifabric.lab: ingress of DEVICE``; with ``state_dir`` each
+shaper has a record, ``<state_dir>/shapers/<netns>/<device>.json``, with its owner (_host_state.py).
 """
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import os
 import socket
 import struct
+import time
 
-from . import _rdma_sysfs
+from . import _host_state, _rdma_sysfs
+from ._owner import OwnerError
+from ._owner import validate as validate_owner
 from ._units import UnitError, format_rate, format_size, parse_rate, parse_size
+
+try:
+    from pyroute2.netlink.exceptions import NetlinkError
+except ImportError:  # the module fails earlier with missing_required_lib; this keeps the name defined
+
+    class NetlinkError(Exception):
+        code = 0
 
 HTB_HANDLE = 0x10000  # 1:
 ROOT_CLASS = 0x10001  # 1:1
@@ -43,6 +64,13 @@ TCP_KEY = "0x00060000/0x00ff0000+8"  # IPv4 protocol TCP
 PORT_OFFSET = 20  # the TCP ports (source, destination) of an IPv4 header without options
 INGRESS_HANDLE = 0xFFFF0000
 TC_H_ROOT = 0xFFFFFFFF
+TC_H_INGRESS = 0xFFFFFFF1
+# The mark of an htb root this collection made: its r2q (rate to quantum), a field htb uses only for classes given
+# without a quantum, which ours never are. `tc -d qdisc show` prints it: "r2q 44971".
+R2Q_MARK = 0xAFAB
+# The alias (IFLA_IFALIAS) of an ifb device made for a device's ingress
+IFB_ALIAS = "aifabric.lab: ingress of %s"
+IFB_PREFIX = "ifb-"
 TBF_MAX_BPS = (2**32 - 1) * 8
 QUANTUM = 131072
 ETH_P_ALL = 0x0003
@@ -89,7 +117,7 @@ def default_burst(rate_bps, mtu=1500):
 
 
 def ifb_name_for(device):
-    return ("ifb-" + device)[:15]
+    return (IFB_PREFIX + device)[:15]
 
 
 def desired_shaper(params, mtu=1500):
@@ -241,6 +269,35 @@ def _stats(msg):
     }
 
 
+def handle_text(handle):
+    """A tc handle as tc prints it: ``1:``, ``8001:``, ``0:``, ``1:11``."""
+    major, minor = handle >> 16, handle & 0xFFFF
+    return "%x:%s" % (major, "%x" % minor if minor else "")
+
+
+def netlink_reason(exc):
+    """What a NetlinkError (or an OSError) means, in words, with its errno name."""
+    code = getattr(exc, "code", None)
+    if code is None and isinstance(exc, OSError):
+        code = exc.errno
+    if not isinstance(code, int) or code <= 0:
+        return str(exc)
+    name = "EOPNOTSUPP" if code == errno.EOPNOTSUPP else errno.errorcode.get(code, str(code))
+    hint = {
+        errno.EPERM: "not permitted: tc needs root (CAP_NET_ADMIN in this network namespace)",
+        errno.EACCES: "not permitted: tc needs root (CAP_NET_ADMIN in this network namespace)",
+        errno.EINVAL: "the kernel refused the value",
+        errno.ENOENT: "no such qdisc, class or scheduler in the kernel",
+        errno.EEXIST: "it exists already",
+        errno.ENODEV: "the device went away",
+        errno.EOPNOTSUPP: "the device or the kernel does not support it",
+        errno.ENOMEM: "the kernel is out of memory",
+        errno.ENOBUFS: "the kernel is out of buffer space",
+        errno.EBUSY: "the device is busy",
+    }.get(code, os.strerror(code))
+    return "%s (%s)" % (hint, name)
+
+
 class Shaper:
     """Reads and writes one device's shaper through an ``IPRoute``-like object (injected for tests)."""
 
@@ -264,24 +321,34 @@ class Shaper:
                 return q
         return None
 
+    def ingress_qdisc(self):
+        for q in self.ipr.get_qdiscs(index=self.index):
+            if q["parent"] == TC_H_INGRESS:
+                return q
+        return None
+
     def has_ingress(self):
-        return any(q["parent"] == 0xFFFFFFF1 for q in self.ipr.get_qdiscs(index=self.index))
+        return self.ingress_qdisc() is not None
 
     def read(self, index=None):
-        """The shaper on ``index`` (default: the device) in desired_shaper()'s shape, or None for the default qdisc."""
+        """The shaper on ``index`` (default: the device) in desired_shaper()'s shape when it is ours (handle ``1:``,
+        htb with class ``1:1`` or tbf); any other root as ``{qdisc, foreign: True, handle, default}`` (``default``: the
+        kernel's own root, handle ``0:``, such as fq_codel, mq, noqueue or pfifo_fast); None without a root qdisc."""
         index = self.index if index is None else index
         root = self.root_qdisc(index)
-        if root is None or root["handle"] != HTB_HANDLE or root.get_attr("TCA_KIND") not in ("htb", "tbf"):
-            return None if root is None or root.get_attr("TCA_KIND") in ("noqueue", "pfifo_fast", "mq", None) \
-                else {"qdisc": root.get_attr("TCA_KIND"), "foreign": True}
+        if root is None:
+            return None
         kind = root.get_attr("TCA_KIND")
+        if root["handle"] != HTB_HANDLE or kind not in ("htb", "tbf"):
+            return {"qdisc": kind, "foreign": True, "handle": handle_text(root["handle"]),
+                    "default": root["handle"] == 0}
         if kind == "tbf":
             parms = root.get_attr("TCA_OPTIONS").get_attr("TCA_TBF_PARMS")
             return {"qdisc": "tbf", "rate": parms["rate"] * 8, "burst": ticks_to_bytes(parms["buffer"], parms["rate"]),
                     "limit": parms["limit"]}
         classes = {c["handle"]: c for c in self.ipr.get_classes(index=index)}
         if ROOT_CLASS not in classes:
-            return {"qdisc": "htb", "foreign": True}
+            return {"qdisc": "htb", "foreign": True, "handle": "1:", "default": False}
         rate = self._class_rate(classes[ROOT_CLASS])
         fair = {key: [] for key in FAIR_KEYS}
         buckets = set()
@@ -316,6 +383,16 @@ class Shaper:
                 out["fair_share_ports"] = -1  # not a layout this module makes: replaced
         return out
 
+    def marked(self, index=None):
+        """Whether the root qdisc carries this collection's mark: htb ``1:`` with r2q R2Q_MARK (tbf has no field for
+        one: its record in the state directory is its mark)."""
+        root = self.root_qdisc(self.index if index is None else index)
+        if root is None or root["handle"] != HTB_HANDLE or root.get_attr("TCA_KIND") != "htb":
+            return False
+        opts = root.get_attr("TCA_OPTIONS")
+        init = opts.get_attr("TCA_HTB_INIT") if opts else None
+        return bool(init) and init.get("rate2quantum") == R2Q_MARK
+
     @staticmethod
     def _class_rate(msg):
         opts = msg.get_attr("TCA_OPTIONS")
@@ -332,57 +409,170 @@ class Shaper:
         return out
 
     # ---------------------------------------------------------------- writing
-    def apply(self, shaper, index=None):
-        index = self.index if index is None else index
-        root = self.root_qdisc(index)
-        if root is not None and root.get_attr("TCA_KIND") != "noqueue":
-            try:
-                self.ipr.tc("del", index=index, handle=0, parent=TC_H_ROOT)
-            except Exception:  # noqa: BLE001  pfifo_fast/mq defaults cannot always be deleted; replaced below
-                pass
+    def _tc(self, param, what, *args, **kwargs):
+        """One netlink request; a refusal becomes a ShapeError naming the parameter that caused it."""
+        try:
+            return self.ipr.tc(*args, **kwargs)
+        except (NetlinkError, OSError) as exc:
+            raise ShapeError("%s: %s on %s: %s" % (param, what, self.device, netlink_reason(exc))) from None
+
+    def steps(self, shaper, index, classes_only=False):
+        """The netlink requests that build ``shaper`` on ``index``, in order, as ``(param, what, args, kwargs)``:
+        the qdisc by "replace" (NLM_F_CREATE|NLM_F_REPLACE: a foreign or default root is swapped for it in one
+        step), then its classes and filters. ``classes_only``: the classes alone, by "replace-class", to change the
+        rates of a shaper that already has this layout (htb cannot change a qdisc in place, but it changes a class)."""
         rate_bytes = shaper["rate"] // 8
         burst = shaper["burst"]
+        rate_text = "%s (burst %s)" % (format_rate(shaper["rate"]), format_size(burst))
         if shaper["qdisc"] == "tbf":
-            self.ipr.tc("add", "tbf", index, HTB_HANDLE, rate=rate_bytes, burst=burst, limit=shaper["limit"])
-            return
+            return [("rate", "tbf %s" % rate_text, ("replace", "tbf", index, HTB_HANDLE),
+                     dict(rate=rate_bytes, burst=burst, limit=shaper["limit"]))]
         key = next((k for k in FAIR_KEYS if shaper.get(k)), FAIR_KEYS[0])
         sources = shaper.get(key) or []
         if shaper.get("fair_share_ports"):
             sources = list(range(shaper["fair_share_ports"]))
-        self.ipr.tc("add", "htb", index, HTB_HANDLE, default=(OTHER_CLASS & 0xFFFF) if sources else 1)
-        self.ipr.tc("add-class", "htb", index, ROOT_CLASS, parent=HTB_HANDLE, rate=rate_bytes, ceil=rate_bytes,
-                    burst=burst, cburst=burst, quantum=QUANTUM)
+        cls = "replace-class" if classes_only else "add-class"
+        out = []
+        if not classes_only:
+            out.append(("qdisc", "htb qdisc 1: at the root", ("replace", "htb", index, HTB_HANDLE),
+                        dict(default=(OTHER_CLASS & 0xFFFF) if sources else 1, r2q=R2Q_MARK)))
+        out.append(("rate", "htb class 1:1 at %s" % rate_text, (cls, "htb", index, ROOT_CLASS),
+                    dict(parent=HTB_HANDLE, rate=rate_bytes, ceil=rate_bytes, burst=burst, cburst=burst,
+                         quantum=QUANTUM)))
         if shaper.get("ack_priority"):
             # a class of its own under the qdisc (a root class: it cannot borrow, so its rate is its ceiling), at
             # the rate itself: ACKs are 0.5-2% of the data they acknowledge, and the filter admits only IPv4 TCP
             # packets under 128 bytes, so this class never carries the host's data
             ack_rate = max(1000, rate_bytes)
-            self.ipr.tc("add-class", "htb", index, ACK_CLASS, parent=HTB_HANDLE, rate=ack_rate, ceil=ack_rate,
-                        burst=burst, cburst=burst, quantum=QUANTUM, prio=0)
-            self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=1, protocol=ETH_P_IP, target=ACK_CLASS,
-                        keys=ACK_KEYS)
+            out.append(("ack_priority", "htb class 1:2 for ACKs at %s" % rate_text, (cls, "htb", index, ACK_CLASS),
+                        dict(parent=HTB_HANDLE, rate=ack_rate, ceil=ack_rate, burst=burst, cburst=burst,
+                             quantum=QUANTUM, prio=0)))
+            if not classes_only:
+                out.append(("ack_priority", "the u32 filter of small TCP segments to 1:2",
+                            ("add-filter", "u32", index), dict(parent=HTB_HANDLE, prio=1, protocol=ETH_P_IP,
+                                                               target=ACK_CLASS, keys=ACK_KEYS)))
         if not sources:
-            return
+            return out
         share = max(1, rate_bytes // (len(sources) + 1))
-        for i, network in enumerate([None] + sources):
-            classid = OTHER_CLASS if network is None else FIRST_SOURCE_CLASS + i - 1
-            self.ipr.tc("add-class", "htb", index, classid, parent=ROOT_CLASS, rate=share, ceil=rate_bytes,
-                        burst=burst, cburst=burst, quantum=QUANTUM)
-            if network is not None and shaper.get("fair_share_ports"):
+        param_of = "fair_share_ports" if shaper.get("fair_share_ports") else key
+        out.append((param_of, "htb class 1:10 (other traffic) at %s of %s" % (
+            format_rate(share * 8), format_rate(shaper["rate"])), (cls, "htb", index, OTHER_CLASS),
+            dict(parent=ROOT_CLASS, rate=share, ceil=rate_bytes, burst=burst, cburst=burst, quantum=QUANTUM)))
+        for i, network in enumerate(sources):
+            classid = FIRST_SOURCE_CLASS + i
+            if shaper.get("fair_share_ports"):
+                param = "fair_share_ports"
+                label = "source-port bucket %d of %d" % (network, shaper["fair_share_ports"])
+            else:
+                param = "%s[%d]" % (key, i)
+                label = network
+            out.append((param, "htb class %s for %s at %s" % (handle_text(classid), label, format_rate(share * 8)),
+                        (cls, "htb", index, classid),
+                        dict(parent=ROOT_CLASS, rate=share, ceil=rate_bytes, burst=burst, cburst=burst,
+                             quantum=QUANTUM)))
+            if classes_only:
+                continue
+            if shaper.get("fair_share_ports"):
                 mask = shaper["fair_share_ports"] - 1
                 port_key = "0x%08x/0x%08x+%d" % (network << 16, mask << 16, PORT_OFFSET)
-                self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=10 + i, protocol=ETH_P_IP,
-                            target=classid, keys=[TCP_KEY, port_key])
-            elif network is not None:
+                out.append((param, "the u32 filter of %s" % label, ("add-filter", "u32", index),
+                            dict(parent=HTB_HANDLE, prio=10 + i + 1, protocol=ETH_P_IP, target=classid,
+                                 keys=[TCP_KEY, port_key])))
+            else:
                 protocol, keys = _u32_key(network, key)
-                self.ipr.tc("add-filter", "u32", index, parent=HTB_HANDLE, prio=10 + i, protocol=protocol,
-                            target=classid, keys=keys)
+                out.append((param, "the u32 filter of %s" % label, ("add-filter", "u32", index),
+                            dict(parent=HTB_HANDLE, prio=10 + i + 1, protocol=protocol, target=classid, keys=keys)))
+        return out
+
+    def _run(self, steps):
+        for param, what, args, kwargs in steps:
+            self._tc(param, what, *args, **kwargs)
+
+    def apply(self, shaper, index=None):
+        """Put ``shaper`` on ``index``, replacing, not deleting then adding, wherever the kernel allows:
+
+        * the same layout (qdisc, classes, filters) at other rates: tbf by "replace" of the qdisc (tbf changes in
+          place), htb by "replace-class" of each class; a refusal puts the classes already changed back;
+        * a new shaper over a foreign or default root (another handle than ``1:``): "replace" swaps the root for the
+          new qdisc in one request, then the classes and filters follow;
+        * a new layout where a root ``1:`` is (ours, or anyone's: the kernel neither changes an htb qdisc nor swaps
+          kinds under one handle): that root is deleted first.
+
+        A refusal part-way leaves no half shaper: what was built is deleted, and a shaper of ours that was there is
+        built again. The ShapeError names the parameter, the device and how the device was left. Returns how it was
+        done: ``"replaced"`` (in place) or ``"rebuilt"``."""
+        index = self.index if index is None else index
+        root = self.root_qdisc(index)
+        current = self.read(index)
+        ours = current if current and not current.get("foreign") else None
+        if ours and same_layout(ours, shaper):
+            self._replace_in_place(shaper, ours, index)
+            return "replaced"
+        if root is not None and root["handle"] == HTB_HANDLE:
+            self.remove(index)
+        try:
+            self._run(self.steps(shaper, index))
+        except ShapeError as exc:
+            raise ShapeError("%s; %s" % (exc, self._undo_rebuild(index, ours, current))) from None
+        return "rebuilt"
+
+    def _replace_in_place(self, shaper, current, index):
+        if shaper["qdisc"] == "tbf":
+            try:
+                self._run(self.steps(shaper, index))
+            except ShapeError as exc:
+                raise ShapeError("%s; the kernel kept the tbf as it was (%s)"
+                                 % (exc, format_rate(current["rate"]))) from None
+            return
+        steps = self.steps(shaper, index, classes_only=True)
+        undo = self.steps(current, index, classes_only=True)
+        done = 0
+        try:
+            for step in steps:
+                self._run([step])
+                done += 1
+        except ShapeError as exc:
+            try:
+                self._run(undo[:done])
+                note = "the classes already changed were put back: the shaper is as it was (%s)" % format_rate(
+                    current["rate"])
+            except ShapeError as undo_exc:
+                self.remove(index)
+                note = ("putting the classes back failed too (%s), so the shaper was removed: %s has its default "
+                        "qdisc, no half shaper" % (undo_exc, self.device))
+            raise ShapeError("%s; %s" % (exc, note)) from None
+
+    def _undo_rebuild(self, index, ours, before):
+        """After a refusal while building: delete what was built, rebuild ``ours`` (the shaper that was there).
+        Returns what the device holds now, in words."""
+        try:
+            self.remove(index)
+        except ShapeError as exc:
+            return ("removing the part built failed too (%s): %s may hold half a shaper; remove it with state: absent"
+                    % (exc, self.device))
+        if ours:
+            try:
+                self._run(self.steps(ours, index))
+                return "the shaper that was there (%s %s) was put back" % (ours["qdisc"], format_rate(ours["rate"]))
+            except ShapeError as exc:
+                self.remove(index)
+                return ("putting the earlier shaper (%s %s) back failed too (%s): %s has its default qdisc, no half "
+                        "shaper" % (ours["qdisc"], format_rate(ours["rate"]), exc, self.device))
+        now = self.read(index)
+        if before and before.get("foreign") and not before.get("default"):
+            if now and now.get("handle") == before["handle"] and now.get("qdisc") == before["qdisc"]:
+                return "nothing of the new shaper is left; the %s %s root is still there" % (
+                    before["qdisc"], before["handle"])
+            return ("nothing of the new shaper is left; the %s %s root it replaced is gone: %s has its default qdisc"
+                    % (before["qdisc"], before["handle"], self.device))
+        return "nothing of the new shaper is left: %s has its default qdisc, as before" % self.device
 
     def remove(self, index=None):
+        """Delete our root (handle ``1:``) from ``index``, if it is there; the kernel puts its default qdisc back."""
         index = self.index if index is None else index
         root = self.root_qdisc(index)
         if root is not None and root["handle"] == HTB_HANDLE:
-            self.ipr.tc("del", index=index, handle=HTB_HANDLE, parent=TC_H_ROOT)
+            self._tc("device", "deleting the root qdisc 1:", "del", index=index, handle=HTB_HANDLE, parent=TC_H_ROOT)
 
     # ---------------------------------------------------------------- ingress via ifb
     def ifb_index(self, name):
@@ -405,26 +595,91 @@ class Shaper:
         return None
 
     def setup_ifb(self, name):
+        """The ifb device (created with the collection's alias, ``aifabric.lab: ingress of DEVICE``) and the
+        device's ingress redirected to it. Returns ``(ifb index, what was created: {"ifb", "ingress"})``."""
+        created = set()
         index = self.ifb_index(name)
-        if index is None:
-            self.ipr.link("add", ifname=name, kind="ifb")
-            index = self.ifb_index(name)
-        self.ipr.link("set", index=index, state="up", mtu=self.mtu)
-        if self.ingress_redirect_target() != index:
-            if self.has_ingress():
-                self.ipr.tc("del", index=self.index, handle=INGRESS_HANDLE, parent=0xFFFFFFF1)
-            self.ipr.tc("add", "ingress", self.index, INGRESS_HANDLE)
-            self.ipr.tc("add-filter", "u32", self.index, parent=INGRESS_HANDLE, prio=1, protocol=ETH_P_ALL, target=0,
-                        keys=["0x0/0x0+0"],
-                        action=[{"kind": "mirred", "direction": "egress", "action": "redirect", "ifindex": index}])
-        return index
+        try:
+            if index is None:
+                try:
+                    self.ipr.link("add", ifname=name, kind="ifb")
+                except (NetlinkError, OSError) as exc:
+                    raise ShapeError("ifb_device: creating the ifb device %s for %s's ingress: %s" % (
+                        name, self.device, netlink_reason(exc))) from None
+                created.add("ifb")
+                index = self.ifb_index(name)
+            try:
+                self.ipr.link("set", index=index, state="up", mtu=self.mtu, ifalias=IFB_ALIAS % self.device)
+            except (NetlinkError, OSError) as exc:
+                raise ShapeError("ifb_device: bringing %s up at MTU %d: %s" % (name, self.mtu, netlink_reason(exc))) \
+                    from None
+            if self.ingress_redirect_target() != index:
+                ingress = self.ingress_qdisc()
+                if ingress is not None and ingress.get_attr("TCA_KIND") != "ingress":
+                    raise ShapeError("direction: ingress: %s has a %s qdisc at its ingress (someone else's filters or "
+                                     "BPF programs); tc_shape would replace it. Remove it first, or shape egress"
+                                     % (self.device, ingress.get_attr("TCA_KIND")))
+                if ingress is not None:
+                    self._tc("direction", "deleting the ingress qdisc to redirect it to %s" % name, "del",
+                             index=self.index, handle=INGRESS_HANDLE, parent=TC_H_INGRESS)
+                self._tc("direction", "adding the ingress qdisc", "add", "ingress", self.index, INGRESS_HANDLE)
+                created.add("ingress")
+                self._tc("direction", "redirecting the ingress to %s" % name, "add-filter", "u32", self.index,
+                         parent=INGRESS_HANDLE, prio=1, protocol=ETH_P_ALL, target=0, keys=["0x0/0x0+0"],
+                         action=[{"kind": "mirred", "direction": "egress", "action": "redirect", "ifindex": index}])
+        except ShapeError as exc:
+            raise ShapeError("%s; %s" % (exc, self.undo_ifb(name, created))) from None
+        return index, created
+
+    def undo_ifb(self, name, created):
+        """Take away what ``setup_ifb`` created in this run; returns it in words."""
+        notes = []
+        if "ingress" in created and self.ingress_qdisc() is not None:
+            try:
+                self.ipr.tc("del", index=self.index, handle=INGRESS_HANDLE, parent=TC_H_INGRESS)
+                notes.append("the ingress qdisc added was removed")
+            except (NetlinkError, OSError) as exc:
+                notes.append("removing the ingress qdisc added failed (%s)" % netlink_reason(exc))
+        if "ifb" in created and self.ifb_index(name) is not None:
+            try:
+                self.ipr.link("del", index=self.ifb_index(name))
+                notes.append("the ifb device %s created was removed" % name)
+            except (NetlinkError, OSError) as exc:
+                notes.append("removing the ifb device %s failed (%s)" % (name, netlink_reason(exc)))
+        return "; ".join(notes) if notes else "nothing was left half made"
 
     def teardown_ifb(self, name):
-        if self.has_ingress():
-            self.ipr.tc("del", index=self.index, handle=INGRESS_HANDLE, parent=0xFFFFFFF1)
+        """Remove the device's ingress redirect to ``name`` (only an ``ingress`` qdisc that redirects there, or to an
+        ifb that is gone) and the ifb device."""
         index = self.ifb_index(name)
+        ingress = self.ingress_qdisc()
+        target = self.ingress_redirect_target()
+        if ingress is not None and ingress.get_attr("TCA_KIND") == "ingress" and target is not None and (
+                target == index or not self._link_exists(target)):
+            self._tc("direction", "deleting the ingress qdisc that redirects to %s" % name, "del", index=self.index,
+                     handle=INGRESS_HANDLE, parent=TC_H_INGRESS)
         if index is not None:
-            self.ipr.link("del", index=index)
+            try:
+                self.ipr.link("del", index=index)
+            except (NetlinkError, OSError) as exc:
+                raise ShapeError("ifb_device: deleting %s: %s" % (name, netlink_reason(exc))) from None
+
+    def _link_exists(self, index):
+        try:
+            return bool(self.ipr.get_links(index))
+        except (NetlinkError, OSError):
+            return False
+
+
+def same_layout(current, desired):
+    """Whether ``desired`` is ``current`` at other rates: the same qdisc, classes and filters."""
+    if not current or current.get("foreign") or current.get("qdisc") != desired.get("qdisc"):
+        return False
+    if desired["qdisc"] == "tbf":
+        return True
+    return (all((current.get(k) or []) == (desired.get(k) or []) for k in FAIR_KEYS)
+            and (current.get("fair_share_ports") or 0) == (desired.get("fair_share_ports") or 0)
+            and bool(current.get("ack_priority")) == bool(desired.get("ack_priority")))
 
 
 def hardware_rdma_on(device, root="/"):
@@ -432,12 +687,21 @@ def hardware_rdma_on(device, root="/"):
     return _rdma_sysfs.under_netdev(device, root)
 
 
-def shape(module, ipr, params):
+def _foreign_text(current):
+    return "%s %s" % (current["qdisc"], current.get("handle", ""))
+
+
+def shape(module, ipr, params, maker="tc_shape"):
     """Read, compare, apply one shaper (check and diff mode from the same comparison); returns the result dict.
-    Raises ShapeError for input the kernel or this host cannot take."""
+    Raises ShapeError for input the kernel or this host cannot take, and for a device another live owner's shaper
+    holds (``present``); on ``absent`` such a shaper is left, with a warning. ``params``: the tc_shape options
+    (``state_dir`` None: no record; ``owner`` None: recorded without an owner); ``maker``: the module, for the
+    record."""
     device = params["device"]
     ingress = params["direction"] == "ingress"
     ifb = params.get("ifb_device") or ifb_name_for(device)
+    state_dir = params.get("state_dir")
+    owner = params.get("owner")
     shaper = Shaper(ipr, device)
     if ingress and shaper.kind == "ifb":
         raise ShapeError(
@@ -448,43 +712,102 @@ def shape(module, ipr, params):
         module.warn("tc on %s shapes only its kernel-stack traffic: the verbs traffic of %s bypasses the kernel and "
                     "is not shaped (use the VF's max_tx_rate or perftest's rate limit; aifabric.lab.throttle chooses)"
                     % (device, ", ".join(rdma)))
+    record_path = _host_state.shaper_record_path(state_dir, _host_state.netns_key(), device) if state_dir else None
+    record = _host_state.read_record(record_path) if record_path else None
     target = shaper.ifb_index(ifb) if ingress else shaper.index
     redirected = ingress and target is not None and shaper.ingress_redirect_target() == target
     current = shaper.read(target) if target is not None and (redirected or not ingress) else None
-    if current and current.get("foreign") and params["state"] == "present":
-        module.warn("tc_shape: replacing a %s root qdisc on %s that this module did not make"
-                    % (current["qdisc"], device))
+    ours = current if current and not current.get("foreign") else None
+    result = {"device": device, "direction": params["direction"], "shaped_device": ifb if ingress else device}
+    held = _host_state.held_by_another(record, owner) if ours or (ingress and target is not None) else None
+    if held and params["state"] == "present" and not (ours and same_shaper(ours, desired) and
+                                                      (redirected or not ingress)):
+        raise ShapeError("device: %s is shaped by %s, which is live (%s); this task's shaper would change it. Wait "
+                         "for that experiment to end, or remove it with aifabric.lab.lab_leftovers once its owner is "
+                         "gone" % (device, _host_state.owner_text(held[0]), held[1]))
     if params["state"] == "present":
-        changed = not (same_shaper(current, desired) and (redirected or not ingress))
+        if current and current.get("foreign") and not current.get("default"):
+            module.warn("tc_shape: replacing a %s root qdisc on %s that this module did not make"
+                        % (_foreign_text(current), result["shaped_device"]))
+        changed = not (same_shaper(ours, desired) and (redirected or not ingress))
+    elif held:
+        module.warn("tc_shape: leaving the shaper on %s: it belongs to %s, which is live (%s)"
+                    % (device, _host_state.owner_text(held[0]), held[1]))
+        changed = False
     else:
-        changed = current is not None or (ingress and (target is not None or shaper.has_ingress()))
+        changed = ours is not None or (ingress and (target is not None or redirected))
+    how = None
     if changed and not module.check_mode:
         if params["state"] == "present":
+            created = set()
             if ingress:
-                target = shaper.setup_ifb(ifb)
-            shaper.apply(desired, target)
+                target, created = shaper.setup_ifb(ifb)
+            try:
+                how = shaper.apply(desired, target)
+            except ShapeError as exc:
+                if created:
+                    raise ShapeError("%s; %s" % (exc, shaper.undo_ifb(ifb, created))) from None
+                raise
         elif ingress:
             shaper.teardown_ifb(ifb)
-        elif current is not None:
+        elif ours is not None:
             shaper.remove()
-    result = {
-        "changed": changed,
-        "device": device,
-        "direction": params["direction"],
-        "shaped_device": ifb if ingress else device,
+    record_changed = False
+    if record_path and not held:
+        record_changed = _shaper_record(record_path, record, params, desired, shaper, ifb, ingress, maker, owner,
+                                        write=not module.check_mode)
+    if held and params["state"] == "absent":
+        result["held_by"] = held[0]
+    result.update({
+        "changed": changed or record_changed,
         "shaper": describe(desired) if desired else {},
-        "diff": {"before": describe(current) if current and not current.get("foreign") else (current or {}),
-                 "after": describe(desired) if desired else {}},
-    }
+        "diff": {"before": describe(ours) if ours else ({"root": _foreign_text(current)} if current else {}),
+                 "after": describe(desired) if desired else (
+                     {"root": _foreign_text(current)} if current and current.get("foreign") else {})},
+    })
+    if how:
+        result["applied_by"] = how
+    if record_path:
+        result["record"] = record_path
     index = shaper.ifb_index(ifb) if ingress else shaper.index
     result["counters"] = shaper.counters(index) if index is not None else {"qdisc": None, "classes": {}}
     return result
 
 
+def _shaper_record(path, record, params, desired, shaper, ifb, ingress, maker, owner, write=True):
+    """The shaper's marker record beside the device's state: kept while a shaper of ours is there, removed with it.
+    Returns whether it changes beyond bookkeeping (a renewed lease, a timestamp); ``write`` False (check mode):
+    only says so. A record that cannot be written is an error only when an owner must be recorded."""
+    if params["state"] == "absent":
+        if write:
+            try:
+                _host_state.remove_record(path)
+            except OSError:
+                pass
+        return False
+    new = {"kind": "shaper", "maker": maker, "netns": os.path.basename(os.path.dirname(path)),
+           "device": shaper.device, "ifindex": shaper.index, "direction": params["direction"],
+           "shaped_device": ifb if ingress else shaper.device, "ifb": ifb if ingress else None,
+           "qdisc": desired["qdisc"], "handle": "1:", "rate": format_rate(desired["rate"]), "owner": owner,
+           "created_at": (record or {}).get("created_at") or time.time(), "updated_at": time.time()}
+    changed = not _host_state.same_record(record, new)
+    if write and (changed or (record or {}).get("owner") != owner):
+        try:
+            _host_state.write_record(path, new)
+        except OSError as exc:
+            if owner:
+                raise ShapeError("state_dir: cannot record the owner of %s's shaper in %s: %s" % (
+                    shaper.device, path, exc.strerror or exc)) from None
+            return False
+    return changed
+
+
 def run(module, ipr):
     """The tc_shape module."""
     try:
-        result = shape(module, ipr, module.params)
-    except ShapeError as exc:
+        params = dict(module.params)
+        params["owner"] = validate_owner(params.get("owner"))
+        result = shape(module, ipr, params)
+    except (ShapeError, OwnerError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from ._owner import OwnerError
+from ._owner import validate as validate_owner
 from ._pyroute2 import IPRoute, require_pyroute2
 from ._sriov import PF, SriovError, netlink_request, parse_vfinfo
 from ._tc import ShapeError, shape
@@ -17,7 +19,8 @@ def run_module(module):
     try:
         rate_bps = parse_rate(p["rate"], "rate") if p["state"] == "present" else None
         mechanism, reason, warnings, rdma = choose(p["engine"], p["mechanism"], p["rdma_device"])
-    except (ThrottleError, UnitError) as exc:
+        owner = validate_owner(p.get("owner"))
+    except (ThrottleError, UnitError, OwnerError) as exc:
         module.fail_json(msg=str(exc))
     for warning in warnings:
         module.warn(warning)
@@ -34,9 +37,9 @@ def run_module(module):
             # ack_priority: the throttle slows what the host sends, not the flows it receives (their ACKs go first)
             params = dict(device=p["interface"], direction="egress", qdisc="htb", rate=rate, burst=None, latency=0.05,
                           fair_share_sources=[], fair_share_destinations=p.get("peers") or [], ifb_device=None,
-                          state=p["state"], ack_priority=True)
+                          state=p["state"], ack_priority=True, state_dir=p.get("state_dir"), owner=owner)
             try:
-                shaper = shape(module, ipr, params)
+                shaper = shape(module, ipr, params, maker="throttle")
             except ShapeError as exc:
                 module.fail_json(msg=str(exc), **result)
             result.update(changed=shaper["changed"], shaper=shaper, diff=shaper["diff"],

@@ -38,14 +38,17 @@ VFIO_GROUP_FLAGS_VIABLE, VFIO_GROUP_FLAGS_CONTAINER_SET = 1, 2
 
 class NetUse:
     """Why a netdev must not be taken away: it carries the default route, the address Ansible came in through, or
-    traffic (up with a global address, or enslaved to a bridge/bond). Built by the module from netlink."""
+    traffic (up with a global address, or enslaved to a bridge/bond); or it is a lower device (the parent of a VLAN,
+    macvlan/macvtap or ipvlan, a bond's slave, a bridge's port, at any depth) of a netdev that does. Built by the
+    module from netlink and sysfs. ``lowers``: ``{upper: [lower, ...]}``."""
 
-    def __init__(self, default_route=(), ssh=(), active=None):
+    def __init__(self, default_route=(), ssh=(), active=None, lowers=None):
         self.default_route = set(default_route)
         self.ssh = set(ssh)
         self.active = dict(active or {})
+        self.lowers = {upper: set(found) for upper, found in (lowers or {}).items()}
 
-    def reasons(self, netdev):
+    def _direct(self, netdev):
         out = []
         if netdev in self.default_route:
             out.append("%s carries the default route" % netdev)
@@ -54,6 +57,59 @@ class NetUse:
         if netdev in self.active:
             out.append("%s is in use (%s)" % (netdev, self.active[netdev]))
         return out
+
+    def uppers(self, netdev):
+        """Every netdev stacked on ``netdev``, nearest first, each with its chain (``[netdev, ..., upper]``)."""
+        above = {}
+        for upper, found in self.lowers.items():
+            for lower in found:
+                above.setdefault(lower, set()).add(upper)
+        out, queue, seen = [], [[netdev]], {netdev}
+        while queue:
+            chain = queue.pop(0)
+            for upper in sorted(above.get(chain[-1], ())):
+                if upper not in seen:
+                    seen.add(upper)
+                    out.append((upper, chain + [upper]))
+                    queue.append(chain + [upper])
+        return out
+
+    def reasons(self, netdev):
+        out = self._direct(netdev)
+        for upper, chain in self.uppers(netdev):
+            out.extend("%s is under %s (%s), and %s" % (netdev, upper, " -> ".join(chain), reason)
+                       for reason in self._direct(upper))
+        return out
+
+
+def sysfs_lowers(root="/"):
+    """``{upper: {lower, ...}}`` from sysfs: the ``lower_<dev>`` links the kernel makes for every stacked device (VLAN,
+    macvlan/macvtap, ipvlan, bond, bridge, team), a bond's ``bonding/slaves`` and a bridge's ``brif/``."""
+    base = os.path.join(root, "sys/class/net")
+    out = {}
+    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        path = os.path.join(base, name)
+        try:
+            entries = os.listdir(path)
+        except OSError:
+            continue
+        found = set()
+        for entry in entries:
+            if entry.startswith("lower_"):
+                target = os.path.join(path, entry)
+                found.add(os.path.basename(os.path.realpath(target)) if os.path.islink(target) else entry[6:])
+        try:
+            with open(os.path.join(path, "bonding", "slaves")) as handle:
+                found.update(handle.read().split())
+        except OSError:
+            pass
+        brif = os.path.join(path, "brif")
+        if os.path.isdir(brif):
+            found.update(os.listdir(brif))
+        found.discard(name)
+        if found:
+            out[name] = found
+    return out
 
 
 def group_openers(group, root="/"):
@@ -253,16 +309,69 @@ class VfioBinder:
         return os.path.join(self.sysfs.dev_path(bdf), *parts)
 
     def bind(self, entry):
+        """driver_override, unbind, probe, wait. A failure after the device left its driver gives it back (override
+        cleared, the old driver's bind file or drivers_probe) and the error names the device, the step and the
+        restore."""
         bdf = entry["address"]
-        write_attr(self._dev(bdf, "driver_override"), "vfio-pci", self.timeout)
-        if self.sysfs.driver(bdf) not in (None, "vfio-pci"):
-            write_attr(self._dev(bdf, "driver", "unbind"), bdf, self.timeout)
-        if self.sysfs.driver(bdf) is None:
-            write_attr(os.path.join(self.root, "sys/bus/pci/drivers_probe"), bdf, self.timeout)
-        self._wait("%s to bind to vfio-pci" % bdf, lambda: self.sysfs.driver(bdf) == "vfio-pci")
-        node = os.path.join(self.root, "dev/vfio", str(entry["iommu_group"]))
-        self._wait("%s to appear" % node, lambda: os.path.exists(node))
+        before = self.sysfs.driver(bdf)
+        step = "setting driver_override to vfio-pci"
+        try:
+            write_attr(self._dev(bdf, "driver_override"), "vfio-pci", self.timeout)
+            if self.sysfs.driver(bdf) not in (None, "vfio-pci"):
+                step = "unbinding it from %s" % before
+                write_attr(self._dev(bdf, "driver", "unbind"), bdf, self.timeout)
+            if self.sysfs.driver(bdf) is None:
+                step = "binding it to vfio-pci (drivers_probe)"
+                write_attr(os.path.join(self.root, "sys/bus/pci/drivers_probe"), bdf, self.timeout)
+            step = "waiting for vfio-pci to take it"
+            self._wait("%s to bind to vfio-pci" % bdf, lambda: self.sysfs.driver(bdf) == "vfio-pci")
+            node = os.path.join(self.root, "dev/vfio", str(entry["iommu_group"]))
+            step = "waiting for %s" % node
+            self._wait("%s to appear" % node, lambda: os.path.exists(node))
+        except (PciError, OSError) as exc:
+            restored = self.restore(bdf, before)
+            raise PciError("devices: %s: binding to vfio-pci failed while %s: %s; %s"
+                           % (bdf, step, exc, restored)) from None
         self._remember(entry)
+
+    def restore(self, bdf, driver):
+        """Give a device that failed mid-bind back to ``driver`` (None: whatever the kernel matches): clear
+        driver_override (written ``\\n``), unbind it from where it is, bind it through the driver's bind file or
+        drivers_probe. Returns what happened, for the error message; never raises."""
+        override = self._dev(bdf, "driver_override")
+        try:
+            write_attr(override, "\n", self.timeout)
+        except (PciError, OSError) as exc:
+            tail = " driver: %s" % driver if driver else ""
+            return ("restoring it failed: driver_override could not be cleared (%s); it stays vfio-pci, with driver "
+                    "%s: clear it with state: unbound%s" % (exc, self.sysfs.driver(bdf) or "none", tail))
+        now = self.sysfs.driver(bdf)
+        if now == driver:
+            return "driver_override cleared; it is still on %s" % (driver or "no driver")
+        how = "drivers_probe"
+        try:
+            if now is not None:
+                write_attr(self._dev(bdf, "driver", "unbind"), bdf, self.timeout)
+            bind_file = os.path.join(self.root, "sys/bus/pci/drivers", driver or "-", "bind")
+            if driver and os.path.exists(bind_file):
+                try:
+                    write_attr(bind_file, bdf, self.timeout)
+                    how = "%s's bind file" % driver
+                except PciError as exc:
+                    how = "drivers_probe (%s's bind file refused: %s)" % (driver, exc)
+                    write_attr(os.path.join(self.root, "sys/bus/pci/drivers_probe"), bdf, self.timeout)
+            else:
+                write_attr(os.path.join(self.root, "sys/bus/pci/drivers_probe"), bdf, self.timeout)
+            if driver:
+                self._wait("%s to return to %s" % (bdf, driver), lambda: self.sysfs.driver(bdf) == driver)
+        except (PciError, OSError) as exc:
+            return ("driver_override cleared, but giving it back to %s failed: %s; it is on %s now: give it back with "
+                    "state: unbound%s" % (driver or "a host driver", exc, self.sysfs.driver(bdf) or "no driver",
+                                          " driver: %s" % driver if driver else ""))
+        if driver:
+            return "restored: driver_override cleared, back on %s (through %s)" % (driver, how)
+        return "restored: driver_override cleared, re-probed (it had no driver before; now %s)" % (
+            self.sysfs.driver(bdf) or "none")
 
     def _remember(self, entry):
         path = self._state_path(entry["address"])

@@ -10,7 +10,7 @@ import socket
 
 from ._pci import PciError, PciSysfs, hostdev_xml, iommu_state
 from ._pyroute2 import IPRoute, nla, require_pyroute2
-from ._vfio import NetUse, VfioBinder, container_check
+from ._vfio import NetUse, VfioBinder, container_check, sysfs_lowers
 
 ARGUMENT_SPEC = dict(
     devices=dict(type="list", elements="str", required=True),
@@ -24,10 +24,35 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def net_use(ipr, environ=None):
-    """NetUse from netlink: default-route devices, the device holding the SSH server address, busy devices."""
+# a veth's IFLA_LINK names its peer, not a device under it
+_NOT_STACKED = ("veth", "netkit")
+
+
+def netlink_lowers(links):
+    """``{upper: {lower}}`` from RTM_NEWLINK messages: IFLA_LINK (the parent of a VLAN, macvlan/macvtap, ipvlan or
+    tunnel, in this namespace) and IFLA_MASTER (a bond's slaves, a bridge's ports)."""
+    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in links}
+    out = {}
+    for link in links:
+        name = nla(link, "IFLA_IFNAME")
+        info = nla(link, "IFLA_LINKINFO")
+        kind = nla(info, "IFLA_INFO_KIND") if info else None
+        parent = nla(link, "IFLA_LINK")
+        if (parent and parent != link["index"] and parent in names and kind not in _NOT_STACKED
+                and nla(link, "IFLA_LINK_NETNSID") is None):
+            out.setdefault(name, set()).add(names[parent])
+        master = nla(link, "IFLA_MASTER")
+        if master in names:
+            out.setdefault(names[master], set()).add(name)
+    return out
+
+
+def net_use(ipr, environ=None, root="/"):
+    """NetUse from netlink and sysfs: default-route devices, the device holding the SSH server address, busy devices,
+    and what is stacked on what (so the parent of a VLAN that carries the management address is protected too)."""
     environ = os.environ if environ is None else environ
-    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in ipr.get_links()}
+    links = list(ipr.get_links())
+    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in links}
     default = set()
     for family in (socket.AF_INET, socket.AF_INET6):
         for route in ipr.get_default_routes(family=family):
@@ -49,11 +74,14 @@ def net_use(ipr, environ=None):
         name = names.get(addr["index"])
         if addr.get("scope", 0) == 0 and name and name != "lo":
             active.setdefault(name, "up with address %s" % nla(addr, "IFA_ADDRESS"))
-    for link in ipr.get_links():
+    for link in links:
         master = nla(link, "IFLA_MASTER")
         if master:
             active[nla(link, "IFLA_IFNAME")] = "enslaved to %s" % names.get(master, master)
-    return NetUse(default_route=default, ssh=ssh, active=active)
+    lowers = netlink_lowers(links)
+    for upper, found in sysfs_lowers(root).items():
+        lowers.setdefault(upper, set()).update(found)
+    return NetUse(default_route=default, ssh=ssh, active=active, lowers=lowers)
 
 
 def _diff(devices, state):
@@ -78,7 +106,7 @@ def run_module(module, root="/"):
         if params["state"] == "bound" and not params["force"]:
             require_pyroute2(module)
             with IPRoute() as ipr:
-                net = net_use(ipr)
+                net = net_use(ipr, root=root)
         plan = binder.plan(targets, params["state"], group_policy=params["group"], force=params["force"], net=net,
                            persist=params["persistent"], restore_driver=params["driver"])
     except PciError as exc:

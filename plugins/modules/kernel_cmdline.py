@@ -31,7 +31,11 @@ attributes:
     support: full
 options:
   args:
-    description: Kernel arguments, each V(key=value) or a bare flag.
+    description:
+      - Kernel arguments, each V(key=value) or a bare flag.
+      - "Refused, naming the argument, when one holds whitespace, a control character (newline, NUL...), a quote or a
+        character the shell that reads C(/etc/default/grub) or GRUB's own parser would act on: C($), a backtick,
+        C(\\), C(;), C(&), C(|), C(<), C(>), C({), C(}), C(#). Nothing is written then."
     type: list
     elements: str
     required: true
@@ -101,6 +105,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._cmdline import (
     render_config,
     running_has,
     validate,
+    validate_variable,
 )
 
 
@@ -117,6 +122,7 @@ def main():
     p = module.params
     try:
         validate(p["args"])
+        validate_variable(p["variable"])
         path = find_config(path=p["path"])
         lines, index, words = read_config(path, p["variable"])
     except CmdlineError as exc:

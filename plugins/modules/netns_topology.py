@@ -15,12 +15,17 @@ description:
   - Used by the C(aifabric.lab.netns_lab) role, which derives the hosts from the inventory. Rate limits (the shared
     bottleneck, throttles) are separate, through M(aifabric.lab.tc_shape) in the switch or host namespaces.
   - Talks netlink through pyroute2 only.
+  - "The lab is recorded in O(state_dir) (C(labs/SWITCH_NAMESPACE.json): its namespaces, its topology and its
+    O(owner)), so that M(aifabric.lab.lab_leftovers) tells the lab, up on purpose, from a stray one. A lab built
+    without O(owner) is up on purpose and never removed by it; one with an owner is held while that owner is live,
+    and a task with another owner neither changes it (it fails naming the owner) nor removes it (it warns)."
 author:
   - aifabric.lab contributors (@aifabric)
 requirements:
   - pyroute2
 extends_documentation_fragment:
   - aifabric.lab.attributes
+  - aifabric.lab.owner
 attributes:
   check_mode:
     support: full
@@ -74,6 +79,7 @@ options:
     description:
       - With O(state=absent), where background flow servers keep their files (the M(aifabric.lab.flow) option of the
         same name); the files of the lab's addresses are removed.
+      - Where the lab's record is kept (C(labs/SWITCH_NAMESPACE.json)).
     type: path
     default: /run/aifabric-lab
   state:
@@ -119,6 +125,17 @@ namespaces:
   returned: always
   type: list
   elements: str
+record:
+  description: The lab's record in O(state_dir).
+  returned: always
+  type: str
+  sample: /run/aifabric-lab/labs/afl-switch.json
+  version_added: 0.5.0
+held_by:
+  description: With O(state=absent), the live owner whose lab was left in place.
+  returned: when another live owner holds the lab
+  type: dict
+  version_added: 0.5.0
 stopped_processes:
   description:
     - With O(state=absent), the processes that were still running inside the lab's namespaces (for example the flow
@@ -131,6 +148,7 @@ stopped_processes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import run
+from ansible_collections.aifabric.lab.plugins.module_utils._owner import OWNER_OPTIONS
 from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, netns, require_pyroute2
 
 
@@ -149,6 +167,7 @@ def main():
             state=dict(type="str", default="present", choices=["present", "absent"]),
             process_grace=dict(type="float", default=6.0),
             state_dir=dict(type="path", default="/run/aifabric-lab"),
+            owner=dict(type="dict", options=OWNER_OPTIONS),
         ),
         supports_check_mode=True,
     )

@@ -16,7 +16,9 @@ description:
   - "The count goes through 0 (the kernel refuses a change from N to M VFs), is checked against C(sriov_totalvfs)
     where the driver has it, the sysfs write is bounded by O(timeout) (drivers block in it), and the module waits
     until every VF exists in netlink and, on PCI, as a PCI function: a count that the driver reports but does not
-    deliver in time is an error, not a silent short count."
+    deliver in time is an error, not a silent short count. When the kernel refuses the new count (after the old
+    VFs were removed), the old count is written back and the error says both what was refused and whether the
+    restore worked (the restored VFs carry the driver's default settings)."
   - Every setting is validated before anything changes (a bad MAC, GUID, VLAN, priority, rate or a VF index out of
     range fails with the parameter named and the host untouched). Settings are applied one at a time and read back;
     if the driver refuses one, those already applied in this run are put back and the error says which setting and

@@ -18,12 +18,27 @@ description:
   - V(tbf) is a single token bucket; its netlink message holds a 32-bit byte rate, so it stops at 34.3gbit.
   - Talks netlink through pyroute2 only; it never runs or parses C(tc).
   - Returns the shaper's counters (bytes, packets, drops, overlimits) after the change, for before/after snapshots.
+  - "Changes replace, they do not delete then add: a new rate on the same layout changes the classes in place (tbf:
+    the qdisc, htb: each class, by C(NLM_F_REPLACE)); a new shaper over the kernel's default root or someone's
+    qdisc swaps the root for it in one request. Only a new layout where a root C(1:) already is (htb cannot be changed
+    in place, nor a kind swapped under one handle) deletes that root first. A refusal part-way never leaves half a
+    shaper: what was built goes, and the shaper that was there is put back. Every netlink error is reported with the
+    parameter it came from (O(rate), O(qdisc), O(fair_share_sources)[i], O(ifb_device), ...), never as a traceback."
+  - "Another root qdisc (the kernel's default C(fq_codel), C(mq), C(noqueue) or C(pfifo_fast), or a qdisc someone
+    added) is read as foreign: O(state=absent) leaves it alone and reports no change; O(state=present) replaces it
+    (with a warning unless it is the kernel's default)."
+  - "What it makes is marked, for M(aifabric.lab.lab_leftovers): the htb root has C(r2q 44971) (a field htb uses only
+    for classes without a quantum, which these never are), the ifb device carries the alias
+    C(aifabric.lab: ingress of DEVICE), and a record in O(state_dir) names the device, the shaper and its O(owner)."
+  - "With O(owner), a shaper whose record names another live owner is never changed: O(state=present) fails naming
+    that owner; O(state=absent) leaves it, warns and returns RV(held_by)."
 author:
   - aifabric.lab contributors (@aifabric)
 requirements:
   - pyroute2
 extends_documentation_fragment:
   - aifabric.lab.attributes
+  - aifabric.lab.owner
 attributes:
   check_mode:
     support: full
@@ -98,9 +113,17 @@ options:
     description:
       - With O(direction=ingress), the ifb device to create and shape. Defaults to C(ifb-DEVICE) (15 characters).
     type: str
+  state_dir:
+    description:
+      - Where the shaper's record (its marker and O(owner)) is kept, as C(STATE_DIR/shapers/NETNS/DEVICE.json); the
+        default is the M(aifabric.lab.flow_step) state directory, a tmpfs that a reboot empties with the qdiscs.
+    type: path
+    default: /run/aifabric-lab
+    version_added: 0.5.0
   state:
     description:
       - V(present) puts the shaper in place; V(absent) restores the device's default qdisc (and removes the ifb).
+        A root this module did not make stays.
     type: str
     default: present
     choices: [present, absent]
@@ -153,6 +176,23 @@ shaped_device:
   returned: always
   type: str
   sample: eth0
+record:
+  description: The shaper's record in O(state_dir).
+  returned: always
+  type: str
+  sample: /run/aifabric-lab/shapers/netns-afl-worker3/eth0.json
+  version_added: 0.5.0
+applied_by:
+  description: How the shaper was put in place, when it was - V(replaced) (in place, the same layout at new rates) or
+    V(rebuilt) (a new layout).
+  returned: when the shaper changed
+  type: str
+  version_added: 0.5.0
+held_by:
+  description: With O(state=absent), the live owner whose shaper was left on the device.
+  returned: when another live owner holds the shaper
+  type: dict
+  version_added: 0.5.0
 counters:
   description: The shaper's counters after the change.
   returned: always
@@ -169,6 +209,7 @@ counters:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.aifabric.lab.plugins.module_utils._owner import OWNER_OPTIONS
 from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, require_pyroute2
 from ansible_collections.aifabric.lab.plugins.module_utils._tc import run
 
@@ -188,6 +229,8 @@ def main():
             fair_share_ports=dict(type="int"),
             ifb_device=dict(type="str"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
+            state_dir=dict(type="path", default="/run/aifabric-lab"),
+            owner=dict(type="dict", options=OWNER_OPTIONS),
         ),
         required_if=[("state", "present", ("rate",))],
         mutually_exclusive=[("fair_share_sources", "fair_share_destinations")],

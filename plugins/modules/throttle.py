@@ -19,12 +19,16 @@ description:
     PF (nothing on the host changes; RV(flow_args) carries C(rate_limit) for M(aifabric.lab.flow))."
   - RV(mechanism) and RV(description) say what was used, so the barrier report can name the straggler's cause.
   - Choosing V(tc) for a hardware RDMA device gives a warning that it will not slow the verbs traffic.
+  - "With V(tc), the shaper is M(aifabric.lab.tc_shape)'s, with its guarantees: changed in place where it can be, never
+    left half made, its record (with O(owner)) in O(state_dir); a shaper another live owner holds is never changed
+    (O(state=present) fails naming the owner) nor removed (O(state=absent) warns and leaves it)."
 author:
   - aifabric.lab contributors (@aifabric)
 requirements:
   - pyroute2
 extends_documentation_fragment:
   - aifabric.lab.attributes
+  - aifabric.lab.owner
 attributes:
   check_mode:
     support: full
@@ -63,6 +67,11 @@ options:
     type: str
     choices: [auto, tc, vf_rate, perftest_sw]
     default: auto
+  state_dir:
+    description: With V(tc), where the shaper's record (its marker and O(owner)) is kept; see M(aifabric.lab.tc_shape).
+    type: path
+    default: /run/aifabric-lab
+    version_added: 0.5.0
   state:
     description: V(present) throttles; V(absent) removes the throttle of the mechanism chosen.
     type: str
@@ -119,6 +128,7 @@ shaper:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.aifabric.lab.plugins.module_utils._owner import OWNER_OPTIONS
 from ansible_collections.aifabric.lab.plugins.module_utils._throttle_module import run_module
 
 
@@ -132,6 +142,8 @@ def main():
             peers=dict(type="list", elements="str", default=[]),
             mechanism=dict(type="str", default="auto", choices=["auto", "tc", "vf_rate", "perftest_sw"]),
             state=dict(type="str", default="present", choices=["present", "absent"]),
+            state_dir=dict(type="path", default="/run/aifabric-lab"),
+            owner=dict(type="dict", options=OWNER_OPTIONS),
         ),
         required_if=[("state", "present", ("rate",))],
         supports_check_mode=True,

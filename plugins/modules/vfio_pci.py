@@ -25,6 +25,13 @@ description:
   - "Safety: the module refuses, unless O(force=true), to take a device whose netdev carries the default route, holds
     the address this Ansible session is connected through (C(SSH_CONNECTION)), is up with a global address or is
     enslaved to a bridge or bond; and to release a device whose C(/dev/vfio/GROUP) is open (a running VM)."
+  - "The same holds for a device under such a netdev, at any depth: the parent of a VLAN, macvlan, macvtap or
+    ipvlan, a bond's slave, a bridge's port (found through netlink's C(IFLA_LINK) and C(IFLA_MASTER) and sysfs's
+    C(lower_*) links, C(bonding/slaves) and C(brif/)). The error names the chain, for example
+    C(eth0 is under mgmt0 (eth0 -> bond0 -> bond0.10 -> mgmt0), and mgmt0 carries the default route)."
+  - "A device that fails mid-bind (taken off its driver, then refused by vfio-pci or never bound in O(timeout)) is
+    given back: C(driver_override) cleared, bound again through its old driver's C(bind) file (or
+    C(drivers_probe)), and the error names the device, the step that failed and how the restore went."
   - "O(persistent=true) keeps the binding across reboots, keyed by PCI address (never by IOMMU group number, which
     can change across boots): a udev rule C(/etc/udev/rules.d/70-aifabric-vfio-ADDRESS.rules) that sets
     C(driver_override) and re-probes the device on every C(add) event (the boot's coldplug), and a modprobe.d

@@ -11,7 +11,10 @@ The layouts are copied from real machines:
 """
 from __future__ import annotations
 
+import errno
 import os
+
+from ansible_collections.aifabric.lab.plugins.module_utils._pci import PciError
 
 
 def _write(path, text):
@@ -154,3 +157,151 @@ def cx6_host(root, iommu_on=True):
     add_device(root, "0000:5f:00.1", "pci0000:5d/0000:5e:00.0", "0x15b3", "0x1017", "0x020000", "mlx5_core", g(52),
                numa=1, netdevs=["ens2f1np1"], rdma=["mlx5_3"])
     return root
+
+
+# ----------------------------------------------------------------------------------------------- stacked netdevs
+# What the kernel makes when a device is stacked on another (netdev_adjacent_sysfs_add): the upper device gets
+# lower_<dev> -> the lower's directory, the lower gets upper_<dev> (and, for a master, master -> the upper); a bond
+# lists its slaves in bonding/slaves, a bridge its ports in brif/<port> -> ../../<port>/brport. Virtual netdevs
+# live under sys/devices/virtual/net and are linked from sys/class/net, as on a real host.
+def _netdev_dir(root, name):
+    return os.path.realpath(os.path.join(root, "sys/class/net", name))
+
+
+def virtual_netdev(root, name):
+    path = os.path.join(root, "sys/devices/virtual/net", name)
+    os.makedirs(path)
+    _write(os.path.join(path, "address"), "52:54:00:00:01:01")
+    link = os.path.join(root, "sys/class/net", name)
+    _link(link, _rel(os.path.dirname(link), path))
+    return path
+
+
+def stack(root, upper, lower, master=False):
+    up, low = _netdev_dir(root, upper), _netdev_dir(root, lower)
+    _link(os.path.join(up, "lower_" + lower), _rel(up, low))
+    _link(os.path.join(low, "upper_" + upper), _rel(low, up))
+    if master:
+        _link(os.path.join(low, "master"), _rel(low, up))
+
+
+def vlan(root, lower, vid):
+    name = "%s.%d" % (lower, vid)
+    virtual_netdev(root, name)
+    stack(root, name, lower)
+    return name
+
+
+def macvlan(root, name, lower):
+    virtual_netdev(root, name)
+    stack(root, name, lower)
+    return name
+
+
+def bond(root, name, slaves):
+    path = virtual_netdev(root, name)
+    _write(os.path.join(path, "bonding", "slaves"), " ".join(slaves))
+    for slave in slaves:
+        stack(root, name, slave, master=True)
+        os.makedirs(os.path.join(_netdev_dir(root, slave), "bonding_slave"))
+    return name
+
+
+def bridge(root, name, ports):
+    path = virtual_netdev(root, name)
+    os.makedirs(os.path.join(path, "bridge"))
+    for port in ports:
+        stack(root, name, port, master=True)
+        brport = os.path.join(_netdev_dir(root, port), "brport")
+        os.makedirs(brport)
+        _link(os.path.join(path, "brif", port), _rel(os.path.join(path, "brif"), brport))
+    return name
+
+
+# ----------------------------------------------------------------------------------------------- kernel writes
+class KernelWrites:
+    """Stands in for ``write_attr`` on a fixture tree and answers as the kernel does: ``driver_override`` holds the
+    name (a lone newline clears it to ``(null)``); ``driver/unbind`` takes the device off its driver (both links
+    go); ``drivers/<d>/bind`` binds it, refused (ENODEV) when driver_override names another driver;
+    ``drivers_probe`` binds it to driver_override's driver, or else back to its host driver (``native``);
+    ``sriov_numvfs`` refuses N on a PF that has VFs (EBUSY) and holds the count. ``refuse`` maps ``(path relative to
+    the root, through any of its links, text)`` to an errno the write fails with, the way a driver's probe or
+    sriov_configure fails;
+    ``silent`` lists drivers whose probe fails without the write failing (the device stays unbound). Every write is
+    logged as ``(relative path, text)``."""
+
+    def __init__(self, root, native=None, refuse=None, silent=()):
+        self.root = str(root)
+        self.native = dict(native or {})
+        self.refuse = dict(refuse or {})
+        self.silent = set(silent)
+        self.log = []
+
+    def _fail(self, path, text, code):
+        raise PciError("writing %r to %s failed: %s" % (text.strip(), path, os.strerror(code)))
+
+    def _dev(self, bdf):
+        return os.path.realpath(os.path.join(self.root, "sys/bus/pci/devices", bdf))
+
+    def _driver(self, bdf):
+        link = os.path.join(self._dev(bdf), "driver")
+        return os.path.basename(os.readlink(link)) if os.path.islink(link) else None
+
+    def _override(self, bdf):
+        with open(os.path.join(self._dev(bdf), "driver_override")) as handle:
+            value = handle.read().strip()
+        return None if value in ("", "(null)") else value
+
+    def _unbind(self, bdf):
+        driver = self._driver(bdf)
+        if driver:
+            os.unlink(os.path.join(self._dev(bdf), "driver"))
+            os.unlink(os.path.join(self.root, "sys/bus/pci/drivers", driver, bdf))
+
+    def _bind(self, path, text, bdf, driver):
+        if driver in self.silent:
+            return
+        if not os.path.isdir(os.path.join(self.root, "sys/bus/pci/drivers", driver)):
+            self._fail(path, text, errno.ENODEV)
+        bind_driver(self.root, bdf, driver)
+        if driver == "vfio-pci":
+            group = os.path.basename(os.readlink(os.path.join(self._dev(bdf), "iommu_group")))
+            _write(os.path.join(self.root, "dev/vfio", group), "")
+
+    def __call__(self, path, text, timeout=30.0):
+        rel = os.path.relpath(path, self.root)
+        self.log.append((rel, text))
+        real = os.path.realpath(path)
+        for (where, value), code in self.refuse.items():
+            if value == text.strip() and os.path.realpath(os.path.join(self.root, where)) == real:
+                self._fail(path, text, code)
+        bdf = text.strip()
+        if rel == "sys/bus/pci/drivers_probe":
+            if self._driver(bdf) is None:
+                driver = self._override(bdf) or self.native.get(bdf)
+                if driver:
+                    self._bind(path, text, bdf, driver)
+            return
+        parts = rel.split(os.sep)
+        if parts[:4] == ["sys", "bus", "pci", "drivers"] and parts[-1] == "bind":
+            override = self._override(bdf)
+            if self._driver(bdf) is not None:
+                self._fail(path, text, errno.EBUSY)
+            if override and override != parts[4]:
+                self._fail(path, text, errno.ENODEV)
+            self._bind(path, text, bdf, parts[4])
+            return
+        if parts[-2:] == ["driver", "unbind"]:
+            self._unbind(bdf)
+            return
+        if parts[-1] == "driver_override":
+            with open(path, "w") as handle:
+                handle.write("(null)\n" if text == "\n" else text + "\n")
+            return
+        if parts[-1] == "sriov_numvfs":
+            with open(path) as handle:
+                current = int(handle.read().strip() or 0)
+            if int(text) and current:
+                self._fail(path, text, errno.EBUSY)
+        with open(path, "w") as handle:
+            handle.write(text)

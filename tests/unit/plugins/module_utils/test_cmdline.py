@@ -13,6 +13,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._cmdline import (
     render_config,
     running_has,
     validate,
+    validate_variable,
 )
 
 DEBIAN_GRUB = """# If you change this file, run 'update-grub' afterwards to update
@@ -39,10 +40,43 @@ def test_edit_removes():
     assert edit(words, ["iommu=pt", "quiet"], "absent") == ["intel_iommu=on"]
 
 
-@pytest.mark.parametrize("bad", ["intel_iommu=on iommu=pt", "", 'a="b"'])
-def test_validate(bad):
-    with pytest.raises(CmdlineError, match="args: .* is not one kernel argument"):
+@pytest.mark.parametrize("bad", ["intel_iommu=on iommu=pt", "iommu=pt\tquiet", "quiet\nGRUB_X=1", "a\x00b",
+                                 "a\x7fb"])
+def test_whitespace_and_control_characters_are_refused(bad):
+    with pytest.raises(CmdlineError, match="args: .* is not one kernel argument: it contains"):
         validate([bad])
+
+
+def test_an_empty_argument_is_refused():
+    with pytest.raises(CmdlineError, match="args: an empty argument"):
+        validate(["quiet", ""])
+
+
+# Each of these, written into GRUB_CMDLINE_LINUX="...", would end the string, run a command when grub-mkconfig sources
+# /etc/default/grub, or be taken by GRUB's parser as an operator or a comment.
+@pytest.mark.parametrize("bad,char", [
+    ("init=$(reboot)", "$"), ("x=${HOME}", "$"), ("x=`id`", "`"), ('a="b"', '"'), ("a='b'", "'"),
+    ("a=b\\", "\\"), ("quiet;reboot", ";"), ("quiet&&reboot", "&"), ("quiet|tee", "|"), ("a<b", "<"),
+    ("a>b", ">"), ("a{b", "{"), ("a}b", "}"), ("iommu=pt#", "#"),
+])
+def test_shell_and_grub_metacharacters_are_refused_naming_the_argument(bad, char):
+    with pytest.raises(CmdlineError) as err:
+        validate(["intel_iommu=on", bad])
+    assert str(err.value).startswith("args: %r contains %r, " % (bad, char))
+
+
+@pytest.mark.parametrize("good", ["console=ttyS0,115200n8", "root=UUID=0b6c-41ee", "crashkernel=512M-2G:64M,2G-:128M",
+                                  "isolcpus=1-3,5", "vfio-pci.ids=15b3:101c", "systemd.unit=multi-user.target",
+                                  "rd.lvm.lv=vg0/root", "hugepagesz=1G", "quiet"])
+def test_real_kernel_arguments_pass(good):
+    validate([good])
+
+
+@pytest.mark.parametrize("bad", ["GRUB_CMDLINE_LINUX; rm", "1ABC", "", "A B", "A=B"])
+def test_the_variable_must_be_a_shell_name(bad):
+    with pytest.raises(CmdlineError, match="variable: .* is not a shell variable name"):
+        validate_variable(bad)
+    validate_variable("GRUB_CMDLINE_LINUX_DEFAULT")
 
 
 def test_grub_file_round_trip(tmp_path):

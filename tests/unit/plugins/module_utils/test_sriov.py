@@ -3,9 +3,11 @@
 the VM lab; the writes themselves run there, on a real kernel (tests/vmlab/sriov.yml)."""
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils import _sriov
 from ansible_collections.aifabric.lab.plugins.module_utils._sriov import (
     PF,
     SriovError,
@@ -19,7 +21,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._sriov import (
     validate_vfs,
 )
 from ansible_collections.aifabric.lab.plugins.module_utils._vfio import NetUse
-from pci_tree import cx6_host
+from pci_tree import KernelWrites, cx6_host
 
 
 def netdevsim(root):
@@ -175,3 +177,59 @@ def test_ip_link_args_for_ib():
     assert ip_link_args({"index": 3, "node_guid": "00:11:22:33:44:55:00:01", "link_state": "auto", "vlan": 7,
                          "qos": 2}) == ["vf", "3", "vlan", "7", "qos", "2", "state", "auto", "node_guid",
                                         "00:11:22:33:44:55:00:01"]
+
+
+def _numvfs(root):
+    with open(os.path.join(root, "sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs")) as handle:
+        return handle.read().strip()
+
+
+def test_a_refused_count_restores_the_old_one_and_says_both(tmp_path, monkeypatch):
+    root = cx6_host(tmp_path)
+    numvfs = "sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs"
+    kernel = KernelWrites(root, refuse={(numvfs, "6"): errno.ENOMEM})
+    monkeypatch.setattr(_sriov, "write_attr", kernel)
+    pf = PF("ib0", root)
+    with pytest.raises(SriovError) as err:
+        pf.set_count(6, timeout=1)
+    msg = str(err.value)
+    assert msg.startswith("num_vfs: the kernel refused 6 VFs on ib0: writing '6' to ")
+    assert ("Cannot allocate memory; its 2 VFs were created again (with the driver's default MAC, VLAN and rates). "
+            "For ConnectX (mlx5) the firmware sets the limit: check 'mlxconfig -d 0000:3b:00.0") in msg
+    assert [text for _path, text in kernel.log] == ["0", "6", "2"] and _numvfs(root) == "2"
+
+
+def test_a_restore_that_fails_too_says_the_pf_has_none(tmp_path, monkeypatch):
+    root = cx6_host(tmp_path)
+    numvfs = "sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs"
+    kernel = KernelWrites(root, refuse={(numvfs, "6"): errno.ENOMEM, (numvfs, "2"): errno.EIO})
+    monkeypatch.setattr(_sriov, "write_attr", kernel)
+    with pytest.raises(SriovError) as err:
+        PF("ib0", root).set_count(6, timeout=1)
+    assert "; restoring its 2 VFs failed too: writing '2' to " in str(err.value)
+    assert "Input/output error; ib0 has 0 VFs now." in str(err.value) and _numvfs(root) == "0"
+
+
+def test_vfs_that_cannot_be_removed_leave_the_count_alone(tmp_path, monkeypatch):
+    root = cx6_host(tmp_path)
+    kernel = KernelWrites(root, refuse={("sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", "0"): errno.EBUSY})
+    monkeypatch.setattr(_sriov, "write_attr", kernel)
+    with pytest.raises(SriovError, match="num_vfs: could not remove the 2 VFs of ib0 before creating 4 .*Nothing "
+                                         "changed"):
+        PF("ib0", root).set_count(4, timeout=1)
+    assert _numvfs(root) == "2"
+
+
+def test_counts_go_through_zero_and_a_first_refusal_leaves_none(tmp_path, monkeypatch):
+    root = cx6_host(tmp_path)
+    kernel = KernelWrites(root)
+    monkeypatch.setattr(_sriov, "write_attr", kernel)
+    pf = PF("ib0", root)
+    pf.set_count(4, timeout=1)
+    pf.set_count(4, timeout=1)  # nothing to write
+    assert [text for _path, text in kernel.log] == ["0", "4"] and _numvfs(root) == "4"
+    pf.set_count(0, timeout=1)
+    kernel.refuse[("sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", "9")] = errno.ERANGE
+    with pytest.raises(SriovError, match="refused 9 VFs on ib0: .*Numerical result out of range; ib0 has 0 VFs, as "
+                                         "before"):
+        pf.set_count(9, timeout=1)
