@@ -5,7 +5,9 @@ Every side runs in its own forked process (as on two hosts: no shared GIL), on 1
 * one 1 GB transfer: the executor (one send op, one recv op) and the tcp engine (TcpEngine: one flow of 1 GB), each
   ``--repeat`` times, alternating; the rate is bytes x 8 over the sender's start to its last byte acknowledged, the
   same span for both (the engine's ``gbps``);
-* the same 1 GB as 256 messages of 4 MB (window 2): what message framing and acks cost at MB sizes;
+* the same 1 GB as 256 messages of 3.9 MB (window 2): what message framing and acks cost at MB sizes;
+* the one message again, the receiver draining with ``recv_into`` instead of ``splice`` (Python 3.9 has no
+  ``os.splice``);
 * 1,000 small messages (1 KiB) from one sender: one iteration of 1,000 send ops with window 1 (each waits for the
   previous ack: a round trip) and window 32 (pipelined), and 1,000 iterations of one send (the iteration barrier
   each time); the figure is the sender's span divided by 1,000.
@@ -82,12 +84,13 @@ def host_program(name, ops, iterations, ports, window=1):
             "peers": peers, "window": window, "ops": ops}
 
 
-def run_programs(programs, at):
-    """Each host's program in its own process; their results by host."""
+def run_programs(programs, at, options=None):
+    """Each host's program in its own process; their results by host. ``options``: ProgramFlow keywords by host."""
     children = {}
     for name, program in programs.items():
         def work(name=name, program=program):
-            flow = ProgramFlow(program, TOKEN, name, listener=ProgramFlow.listen(program), timeout=120.0)
+            flow = ProgramFlow(program, TOKEN, name, listener=ProgramFlow.listen(program), timeout=120.0,
+                               **(options or {}).get(name, {}))
             try:
                 if not flow.arm(at - 0.05):
                     return flow.result
@@ -106,13 +109,14 @@ def sender_span(result):
     return max(ends) - min(starts)
 
 
-def executor_transfer(size, messages=1, window=1):
+def executor_transfer(size, messages=1, window=1, splice=True):
     ports = {"tx": free_port(), "rx": free_port()}
     chunk = size // messages
     tx = [{"id": k, "kind": "send", "peer": "rx", "bytes": chunk} for k in range(messages)]
     rx = [{"id": k, "kind": "recv", "peer": "tx", "bytes": chunk} for k in range(messages)]
     at = time.time() + LEAD
-    out = run_programs({"tx": host_program("tx", tx, 1, ports, window), "rx": host_program("rx", rx, 1, ports)}, at)
+    out = run_programs({"tx": host_program("tx", tx, 1, ports, window), "rx": host_program("rx", rx, 1, ports)}, at,
+                       {"rx": {"use_splice": splice}})
     if out["tx"]["status"] != "ok" or out["rx"]["status"] != "ok":
         raise RuntimeError("executor transfer failed: %s / %s" % (out["tx"]["error"], out["rx"]["error"]))
     span = sender_span(out["tx"])
@@ -175,31 +179,34 @@ def summary(values, key, fmt):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--size", default="1GB")
     args = parser.parse_args()
     size = parse_size(args.size)
     print("loopback %s, %d runs each, alternating; median (each run)" % (args.size, args.repeat))
-    rows = {"executor, 1 message": [], "tcp engine": [], "executor, 256 x %.1f MB, window 2" % (size / 256 / 1e6):
-            []}
-    for _ in range(args.repeat):
+    chunked = "executor, 256 x %.1f MB, window 2" % (size / 256 / 1e6)
+    rows = {"executor, 1 message": [], "tcp engine": [], chunked: [], "executor, receiver without splice": []}
+    for _run in range(args.repeat):
         rows["executor, 1 message"].append(executor_transfer(size))
         rows["tcp engine"].append(engine_transfer(size))
-        rows["executor, 256 x %.1f MB, window 2" % (size / 256 / 1e6)].append(executor_transfer(size, 256, 2))
-    print("%-34s %-32s %-28s %s" % ("one transfer of %s" % args.size, "Gbit/s", "sender CPU s", "receiver CPU s"))
+        rows[chunked].append(executor_transfer(size, 256, 2))
+        rows["executor, receiver without splice"].append(executor_transfer(size, splice=False))
+    line = "%-34s %-32s %-28s %s"
+    print(line % ("one transfer of %s" % args.size, "Gbit/s", "sender CPU s", "receiver CPU s"))
     for name, values in rows.items():
-        print("%-34s %-32s %-28s %s" % (name, summary(values, "gbps", "%.2f"), summary(values, "cpu_tx", "%.3f"),
-                                         summary(values, "cpu_rx", "%.3f")))
+        print(line % (name, summary(values, "gbps", "%.2f"), summary(values, "cpu_tx", "%.3f"),
+                      summary(values, "cpu_rx", "%.3f")))
     print()
-    print("%-46s %-30s %-24s %s" % ("1,000 messages of 1 KiB", "us per message (span/1000)", "sender CPU us",
-                                     "receiver CPU us"))
-    for label, window, iterations_mode in (("one iteration of 1,000 sends, window 1", 1, False),
-                                           ("one iteration of 1,000 sends, window 32", 32, False),
-                                           ("1,000 iterations of one send", 1, True)):
-        values = [small_messages(1000, 1024, window, iterations_mode) for _ in range(args.repeat)]
-        print("%-46s %-30s %-24s %s" % (label, summary(values, "us_per_message", "%.1f"),
-                                         summary(values, "cpu_tx_us", "%.1f"), summary(values, "cpu_rx_us", "%.1f")))
+    line = "%-46s %-30s %-24s %s"
+    print(line % ("1,000 messages of 1 KiB", "us per message (span/1000)", "sender CPU us", "receiver CPU us"))
+    cases = (("one iteration of 1,000 sends, window 1", 1, False),
+             ("one iteration of 1,000 sends, window 32", 32, False),
+             ("1,000 iterations of one send", 1, True))
+    for label, window, iterations_mode in cases:
+        values = [small_messages(1000, 1024, window, iterations_mode) for _run in range(args.repeat)]
+        print(line % (label, summary(values, "us_per_message", "%.1f"), summary(values, "cpu_tx_us", "%.1f"),
+                      summary(values, "cpu_rx_us", "%.1f")))
 
 
 if __name__ == "__main__":

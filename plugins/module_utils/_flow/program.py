@@ -61,6 +61,7 @@ _FIRST_WRITE = 64 * 1024  # at the instant: every connection's first bytes befor
 _BUF = 1024 * 1024  # the receive buffer (headers, small payloads, and everything without splice)
 _PIPE = 1024 * 1024
 _SPLICE_MIN = 64 * 1024  # a payload remainder at least this long is spliced
+_LOWAT = 1024 * 1024  # epoll wakes a receiver when this much of a message is in (or all that it still needs)
 _F_SETPIPE_SZ = 1031
 _SPLICE_FLAGS = 1 | 2  # SPLICE_F_MOVE | SPLICE_F_NONBLOCK
 _RETRANS_OFF = 100  # struct tcp_info: tcpi_total_retrans (u32)
@@ -70,6 +71,19 @@ _EPOLLHUP, _EPOLLERR = select.EPOLLHUP, select.EPOLLERR
 
 # op states within one iteration
 _WAIT, _READY, _STARTED, _ARRIVED, _ENDED = 0, 1, 2, 3, 4
+
+
+def _kernel_at_least(major, minor):
+    try:
+        release = os.uname().release.split(".")
+        return (int(release[0]), int("".join(c for c in release[1] if c.isdigit()) or 0)) >= (major, minor)
+    except (ValueError, IndexError):
+        return False
+
+
+# SO_RCVLOWAT for the receivers: a kernel from 4.18 on grows the receive buffer to hold the mark (an older one could
+# leave a connection waiting for bytes its window cannot take); 5.4 is taken as the safe floor
+_USE_LOWAT = _kernel_at_least(5, 4)
 
 
 def token_proof(token):
@@ -271,8 +285,10 @@ class _Dial:
         self.phase = "waiting"
         self.retry_at = time.time() + RETRY_S
 
-    def on_event(self, _ev):
+    def on_event(self, ev):
         if self.phase == "connecting":
+            if not ev & (_EPOLLOUT | _EPOLLERR | _EPOLLHUP):
+                return  # a stale event of a descriptor number used before
             err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if err:
                 self._retry(os.strerror(err))
@@ -498,6 +514,7 @@ class _In:
         self.messages = 0
         self.bytes = 0
         self.closed = False
+        self.lowat = 1
 
     def describe(self):
         return "%s (channel %d)" % (self.peer, self.channel)
@@ -508,6 +525,18 @@ class _In:
         if ev & (_EPOLLIN | _EPOLLHUP | _EPOLLERR) and not self.closed:
             self.read()
             self.flush()
+            self._lowat()
+
+    def _lowat(self):
+        """SO_RCVLOWAT: wake for a good part of a large message, never for more than it still needs (a header
+        and the peer's EOF wake it at once)."""
+        want = min(self.left, _LOWAT) if self.left and not self.hdr and _USE_LOWAT else 1
+        if want != self.lowat and not self.closed:
+            try:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want)
+                self.lowat = want
+            except OSError:
+                pass
 
     def flush(self):
         if not self.acks or self.closed:
@@ -552,8 +581,14 @@ class _In:
                     self._complete(flow.now())
                 elif n < min(left, _PIPE):
                     return  # the socket had no more
+                continue
+            # the next message is known from the program: when it is large, read no further than its header, so that
+            # its payload is spliced, not copied; small ones are read many at a time
+            want = _BUF
+            if flow._splice and self.exp_i < flow.iterations and flow._bytes[self.recvs[self.exp_k]] >= _SPLICE_MIN:
+                want = left + HEADER.size - len(self.hdr)
             try:
-                n = sock.recv_into(buf, _BUF)
+                n = sock.recv_into(buf, want)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
@@ -588,7 +623,7 @@ class _In:
                     fields = HEADER.unpack_from(buf, pos)
                     pos += HEADER.size
                 self._header(fields, now)
-            if n < _BUF:
+            if n < want:
                 return  # the socket had no more; epoll says when it has
 
     def _header(self, fields, now):
@@ -792,13 +827,16 @@ class ProgramFlow(ClientFlow):
         """Accept the connections this host's recvs need and connect to every peer it sends to (per channel),
         until ``deadline`` (epoch s). True when armed; else ``result['error']`` says what is missing."""
         cpu = time.thread_time()
+        armed = False
         try:
-            return self._arm(deadline)
+            armed = self._arm(deadline)
         except OSError as exc:
             self.result["error"] = "not armed: %s" % (exc.strerror or exc)
-            return False
         finally:
             self._cpu += time.thread_time() - cpu
+            if not armed:
+                self._not_started("error", self.result["error"])
+        return armed
 
     def _arm(self, deadline):
         prog = self.program
@@ -911,8 +949,13 @@ class ProgramFlow(ClientFlow):
         if lead > 0.1:  # abortable until just before the instant, then the absolute timer
             select.select([self._wake_r], [], [], lead - 0.05)
         if self._aborted:
-            result.update(status="aborted", error="not started: %s" % self._aborted)
             self._cpu += time.thread_time() - cpu
+            self._not_started("aborted", "not started: %s" % self._aborted)
+            for conn in list(self._outs.values()) + list(self._ins.values()):
+                try:
+                    conn.sock.shutdown(socket.SHUT_RDWR)  # the peers learn at once
+                except OSError:
+                    pass
             return result
         status, error = "ok", None
         try:
@@ -1145,6 +1188,13 @@ class ProgramFlow(ClientFlow):
             connections=[self._connection(c, "send") for c in self._outs.values()]
             + [self._connection(c, "recv") for c in self._ins.values()],
         )
+
+    def _not_started(self, status, error):
+        """The result of a program that never ran: the contract's keys, nothing measured."""
+        self.result.update(status=status, error=error, detail="full" if self.full else "sampled", sampled=[],
+                           t={"start": [], "first": [], "end": []}, iteration_end=[], bytes_sent=0,
+                           bytes_received=0, cpu_s=round(self._cpu, 6), timeout_s=self.timeout,
+                           refused_count=self._refused_count, connections=[])
 
     @staticmethod
     def _connection(conn, direction):

@@ -67,8 +67,8 @@ class Op:
         if self.kind == COMPUTE:
             what = "compute %g ms" % self.ms
         else:
-            what = "%s %s %s channel %d, %d bytes" % (self.kind, "to" if self.kind == SEND else "from", self.peer,
-                                                       self.channel, self.bytes)
+            direction = "to" if self.kind == SEND else "from"
+            what = "%s %s %s channel %d, %d bytes" % (self.kind, direction, self.peer, self.channel, self.bytes)
         return "%s, tag %r" % (what, self.tag)
 
 
@@ -319,8 +319,8 @@ def parse_program(value):
 
 def _derive(program):
     count = len(program.ops)
-    program.dependents = [[] for _ in range(count)]
-    program.dependents_next = [[] for _ in range(count)]
+    program.dependents = [[] for _op in range(count)]
+    program.dependents_next = [[] for _op in range(count)]
     for op in program.ops:
         for dep in op.deps:
             program.dependents[dep].append(op.id)

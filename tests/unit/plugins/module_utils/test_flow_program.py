@@ -124,7 +124,9 @@ def test_two_hosts_send_and_receive():
     assert ra["refused"] == [] and ra["cpu_s"] >= 0
 
 
-def test_progress_after_the_end_and_without_splice():
+def test_progress_after_the_end_and_without_splice_or_low_water_mark(monkeypatch):
+    """b drains as a Python 3.9 host does (recv_into, no splice) on a kernel without a trusted SO_RCVLOWAT."""
+    monkeypatch.setattr(program_module, "_USE_LOWAT", False)
     ports = {"a": free_port(), "b": free_port()}
     a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 2_500_000, "channel": 1},
          {"id": 1, "kind": "send", "peer": "b", "bytes": 7, "channel": 0}]
@@ -441,6 +443,25 @@ def test_all_to_all_on_two_channels():
             assert start[last] == max(end[1:last]) and result["iteration_end"][i] == end[last]
 
 
+def test_abort_before_the_instant_starts_nothing():
+    ports = {"a": free_port(), "b": free_port()}
+    flows = flows_for({"a": program("a", ports, [{"id": 0, "kind": "send", "peer": "b", "bytes": 10}]),
+                       "b": program("b", ports, [{"id": 0, "kind": "recv", "peer": "a", "bytes": 10}])})
+
+    def during(flows):
+        while not all(f.result.get("armed_at") for f in flows.values()):
+            time.sleep(0.01)
+        flows["a"].abort("the rendezvous failed")
+
+    results = run(flows, lead=1.5, during=during)
+    assert results["a"]["status"] == "aborted" and results["a"]["error"] == "not started: the rendezvous failed"
+    assert results["a"]["bytes_sent"] == 0 and results["a"]["sampled"] == []
+    # b learns it at once (a shut its connection), not at its timeout
+    assert results["b"]["status"] == "error"
+    assert results["b"]["error"].startswith("a (channel 0) disappeared (it closed the connection) before iteration "
+                                            "0 op 0 (recv from a channel 0, 10 bytes, tag '') arrived")
+
+
 def test_arming_names_the_peer_whose_server_never_came_up():
     port = free_port()  # nobody listens there
     value = {"version": 1, "iterations": 1, "peers": {"w3": {"address": ADDR, "port": port}},
@@ -450,6 +471,9 @@ def test_arming_names_the_peer_whose_server_never_came_up():
         assert flow.arm(time.time() + 0.3) is False
         assert flow.result["error"] == ("not armed by the deadline: no program server answered for w3 at "
                                         "127.0.0.1:%d (channel 0): Connection refused" % port)
+        # the contract's keys, nothing measured
+        assert flow.result["status"] == "error" and flow.result["sampled"] == [] and flow.result["t"] == {
+            "start": [], "first": [], "end": []} and flow.result["iteration_end"] == []
         assert flow.fire(time.time())["error"].startswith("not armed")
     finally:
         flow.close()
