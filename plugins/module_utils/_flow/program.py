@@ -724,7 +724,7 @@ class ProgramFlow(ClientFlow):
         self._pipe_r = self._pipe_w = self._devnull = None
         self._rbuf = self._rview = None
         self._refused_count = 0
-        self.result = {"engine": "program", "host": self.host, "status": "error", "error": None,
+        self.result = {"engine": "program", "flow_id": "program", "host": self.host, "status": "error", "error": None,
                        "iterations": prog.iterations, "ops": self._count, "refused": []}
 
     # -------------------------------------------------------------------------------------------- the server
