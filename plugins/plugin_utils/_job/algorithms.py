@@ -61,6 +61,7 @@ __all__ = [
     "split",
     "btree",
     "dtree",
+    "count_ops",
 ]
 
 OPS = {
@@ -270,6 +271,21 @@ class _Builder:
         return out
 
 
+class _Counter:
+    """The builder's stand-in that only counts each rank's sends and receives (pieces), to refuse a schedule too
+    large before building it."""
+
+    def __init__(self, ranks, chunks, chunk_size):
+        self.chunks, self.chunk_size = chunks, chunk_size
+        self.ops = {r: 0 for r in ranks}
+
+    def message(self, src, dst, lo, hi, phase, step, mode, after=(), lane=0):
+        pieces = -(-(hi - lo) // self.chunk_size) if self.chunk_size is not None else self.chunks
+        self.ops[src] += pieces
+        self.ops[dst] += pieces
+        return []
+
+
 # --- the algorithms ----------------------------------------------------------------------------------------------
 
 
@@ -467,13 +483,22 @@ def schedule(op, algorithm, ranks, size, chunks=1, chunk_size=None, window=2, ro
         what = "an empty message" if smallest == 0 else "a %d-byte message" % smallest
         if chunks and chunks > 1 and smallest > 0:
             raise ScheduleError("chunks", "chunks: %d chunks of %s (%s to %s; %s %s of %d bytes over %d ranks); use "
-                                          "at most %d chunks, or a larger size"
-                                % (chunks, what, src, dst, op, algorithm, size, len(ranks), smallest))
+                                          "at most %d chunk%s, or a larger size"
+                                % (chunks, what, src, dst, op, algorithm, size, len(ranks), smallest,
+                                   "" if smallest == 1 else "s"))
         raise ScheduleError("size", "size: %d bytes gives %s (%s to %s; %s %s over %d ranks); give at least %d bytes"
                             % (size, what, src, dst, op, algorithm, len(ranks),
                                _minimum_size(op, algorithm, len(ranks), chunks or 1)))
     return Schedule(op, algorithm, ranks, size, chunks, chunk_size, window, root, channels, steps,
                     tuple(b.transfers))
+
+
+def count_ops(op, algorithm, ranks, size, chunks=1, chunk_size=None):
+    """The largest number of sends and receives (pieces) of one rank in this collective, without building it
+    (arguments as ``schedule``'s, assumed valid: call ``schedule`` for the checks)."""
+    counter = _Counter(list(ranks), None if chunk_size is not None else chunks, chunk_size)
+    _ALGORITHMS[(op, algorithm)](counter, list(ranks), size, ranks[0] if op == "broadcast" else None)
+    return max(counter.ops.values())
 
 
 def _minimum_size(op, algorithm, n, chunks):
