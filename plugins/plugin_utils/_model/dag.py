@@ -99,7 +99,7 @@ def _path(paths, src, dst):
 class _Conn:
     __slots__ = ("key", "src", "dst", "m", "sends", "recvs", "nbytes", "window", "links", "factor", "latency",
                  "total", "ready", "next_start", "acked", "queue", "active", "remaining", "rate", "t_last",
-                 "version", "arrived", "posted", "first_byte", "transmitting", "solved")
+                 "version", "arrived", "posted", "first_byte", "transmitting", "solved", "dirty", "stamp", "new_rate")
 
     def __init__(self, conn, iterations, hosts):
         self.key = (conn.src, conn.dst, conn.channel)
@@ -114,7 +114,9 @@ class _Conn:
         self.remaining = self.rate = self.t_last = 0.0
         self.version = 0
         self.arrived, self.posted, self.first_byte = {}, set(), {}
-        self.transmitting = self.solved = False
+        self.transmitting = self.solved = self.dirty = False
+        self.stamp = -1  # the solve that last put it in a component
+        self.new_rate = 0.0
 
 
 class _Host:
@@ -181,6 +183,7 @@ class _Sim:
                 src.conn[j], src.slot[j] = n, slot
             for slot, j in enumerate(c.recvs):
                 dst.conn[j], dst.slot[j] = n, slot
+        self.link_stamp = [-1] * len(self.cap)
         self.heap, self.seq, self.stack, self.dirty = [], 0, [], []
         self.now = 0.0
         self.events = self.solves = self.refilled = 0
@@ -274,19 +277,19 @@ class _Sim:
         c.transmitting = True
         if c.solved:  # in transmission at the last solve, its rate holds (the solve re-rates it if its component moved)
             c.version += 1
-            self._push(now + c.remaining / (c.rate * c.factor), _EV_TX, id(c), c.version, c)
+            self._push(now + c.remaining / (c.rate * c.factor), _EV_TX, 0, c.version, c)
         else:
-            self.dirty.append(c)
+            self._mark(c)
 
     def _transmitted(self, c):
         k = c.active
         c.active = -1
         c.remaining = 0.0
         c.transmitting = False
-        self.dirty.append(c)
+        self._mark(c)
         if c.latency > 0:
-            self._push(self.now + c.latency, _EV_ARRIVE, id(c), k, c)
-            self._push(self.now + 2 * c.latency, _EV_ACK, id(c), k, c)
+            self._push(self.now + c.latency, _EV_ARRIVE, 0, k, c)
+            self._push(self.now + 2 * c.latency, _EV_ACK, 0, k, c)
         else:
             self._arrive(c, k)
             self._ack(c, k)
@@ -309,20 +312,23 @@ class _Sim:
 
     # --- rates -------------------------------------------------------------------------------------------------
 
+    def _mark(self, c):
+        if not c.dirty:
+            c.dirty = True
+            self.dirty.append(c)
+
     def _solve(self):
         changed = []
-        seen = set()
         for c in self.dirty:
-            if id(c) in seen:
-                continue
-            seen.add(id(c))
+            c.dirty = False
             if c.transmitting != c.solved:
                 changed.append(c)
         self.dirty = []
         if not changed:
             return
         self.solves += 1
-        link_conns = self.link_conns
+        stamp = self.solves
+        link_conns, link_stamp = self.link_conns, self.link_stamp
         for c in changed:
             c.solved = c.transmitting
             if c.transmitting:
@@ -332,23 +338,21 @@ class _Sim:
                 c.rate = 0.0
                 for link in c.links:
                     link_conns[link].discard(c)
-        done_links = set()
         for c in changed:
             for seed in c.links:
-                if seed in done_links:
+                if link_stamp[seed] == stamp:
                     continue
                 comp, todo = [], [seed]
-                done_links.add(seed)
-                members = set()
+                link_stamp[seed] = stamp
                 while todo:
                     link = todo.pop()
                     for f in link_conns[link]:
-                        if id(f) not in members:
-                            members.add(id(f))
+                        if f.stamp != stamp:
+                            f.stamp = stamp
                             comp.append(f)
                             for other in f.links:
-                                if other not in done_links:
-                                    done_links.add(other)
+                                if link_stamp[other] != stamp:
+                                    link_stamp[other] = stamp
                                     todo.append(other)
                 if comp:
                     self._fill(comp)
@@ -356,42 +360,46 @@ class _Sim:
     def _fill(self, comp):
         """Progressive filling of one component; re-rates and reschedules the flows whose rate changed."""
         cap, link_conns = self.cap, self.link_conns
-        users, residual = {}, {}
-        for f in comp:
-            for link in f.links:
-                users[link] = users.get(link, 0) + 1
-        for link in users:
-            residual[link] = cap[link]
-        level = 0.0
-        rates = {}
-        left = len(comp)
-        while left:
-            inc = min(residual[link] / n for link, n in users.items() if n)
-            level += inc
-            full = []
-            for link, n in users.items():
-                if n:
-                    residual[link] -= inc * n
-                    if residual[link] <= _EPS_CAP * cap[link]:
-                        full.append(link)
-            for link in full:
-                for f in link_conns[link]:
-                    if id(f) not in rates:
-                        rates[id(f)] = level
-                        left -= 1
-                        for other in f.links:
-                            users[other] -= 1
         self.refilled += len(comp)
+        if len(comp) == 1:  # a flow alone on its links: the slowest of them
+            f = comp[0]
+            f.new_rate = min(cap[link] for link in f.links)
+        else:
+            users, residual = {}, {}
+            for f in comp:
+                f.new_rate = -1.0
+                for link in f.links:
+                    users[link] = users.get(link, 0) + 1
+            for link in users:
+                residual[link] = cap[link]
+            level = 0.0
+            left = len(comp)
+            while left:
+                inc = min(residual[link] / n for link, n in users.items() if n)
+                level += inc
+                full = []
+                for link, n in users.items():
+                    if n:
+                        residual[link] -= inc * n
+                        if residual[link] <= _EPS_CAP * cap[link]:
+                            full.append(link)
+                for link in full:
+                    for f in link_conns[link]:
+                        if f.new_rate < 0:
+                            f.new_rate = level
+                            left -= 1
+                            for other in f.links:
+                                users[other] -= 1
         now = self.now
         for f in comp:
-            rate = rates[id(f)]
+            rate = f.new_rate
             if rate != f.rate:
                 if f.rate > 0:
                     f.remaining -= f.rate * f.factor * (now - f.t_last)
                 f.t_last = now
                 f.rate = rate
                 f.version += 1
-                self._push(now + max(f.remaining, 0.0) / (rate * f.factor), _EV_TX, id(f), f.version, f)
+                self._push(now + max(f.remaining, 0.0) / (rate * f.factor), _EV_TX, 0, f.version, f)
 
     # --- the run -----------------------------------------------------------------------------------------------
 
@@ -468,7 +476,7 @@ class _Sim:
             out[host.name] = {
                 "status": "ok", "error": None, "at": 0.0, "iterations": n, "ops": host.m, "detail": detail,
                 "sampled": sampled,
-                "t": {key: [[_round(x) for x in host.its[i][col]] for i in sampled]
+                "t": {key: [[None if x is None else round(x, 9) for x in host.its[i][col]] for i in sampled]
                       for key, col in (("start", 1), ("first", 2), ("end", 3))},
                 "iteration_end": [_round(x) for x in ends],
                 "bytes_sent": sent * n, "bytes_received": received * n, "cpu_s": None,
