@@ -50,6 +50,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._patterns import BUS_FACTOR
+
 __all__ = [
     "ScheduleError",
     "Transfer",
@@ -140,8 +142,6 @@ class Schedule:
 def bus_factor(op, n):
     """nccl-tests' busbw = algbw x factor: allreduce 2(n-1)/n, allgather, reducescatter and alltoall (n-1)/n,
     broadcast 1 (the factors of ``_patterns.BUS_FACTOR``, reused)."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._patterns import BUS_FACTOR
-
     if op == "broadcast":
         return 1.0
     if op not in _BUS_FACTOR_KEY:

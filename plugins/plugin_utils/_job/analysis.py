@@ -30,7 +30,8 @@ sender whose link is slow keeps its connection busy). In a ring with one slow li
 its left neighbour, and the root cause of all of it is the slow link's sender.
 
 **Straggler** of an iteration: the host to which the largest root-cause wait (summed over the waiting hosts) is
-attributed in it; ``straggler_count``: in how many iterations each host was the straggler.
+attributed in it (an iteration in which nobody waited has none); ``straggler_count``: in how many iterations each
+host was the straggler.
 
 **A collective's time** in an iteration: max over hosts of its ops' last end minus max over hosts of its ops' first
 start (from the moment the last host entered it to the moment the last host left it); its time is the mean over the

@@ -69,7 +69,7 @@ def endpoint(value, name):
     return {"address": address, "port": port}
 
 
-def _host_program(job, schedules, host, endpoints, window):
+def _host_program(job, schedules, mine_by_schedule, host, endpoints, window):
     ops = []
 
     def add(kind, **fields):
@@ -88,9 +88,7 @@ def _host_program(job, schedules, host, endpoints, window):
     for k, sched in enumerate(schedules):
         local, depended, mine = {}, set(), []
         sent_on = {}  # (peer, channel) -> this collective's send ids on that connection, in order
-        for t in sched.transfers:
-            if host not in (t.src, t.dst):
-                continue
+        for t in mine_by_schedule[k].get(host, ()):
             fields = {"bytes": t.nbytes, "tag": "%s%d.%s.s%d.c%d" % (sched.abbrev, k, t.phase, t.step, t.chunk),
                       "coll": k, "step": t.step, "chunk": t.chunk}
             if t.channel:
@@ -134,7 +132,14 @@ def build_programs(job, endpoints):
     ends = {h: endpoint(endpoints[h], "endpoints.%s" % h) for h in job.ranks}
     schedules = job.schedules()
     window = max(s.window for s in schedules)
-    return {h: _host_program(job, schedules, h, ends, window) for h in job.ranks}
+    by_host = []  # per schedule, each host's transfers in the schedule's order
+    for sched in schedules:
+        mine = {}
+        for t in sched.transfers:
+            mine.setdefault(t.src, []).append(t)
+            mine.setdefault(t.dst, []).append(t)
+        by_host.append(mine)
+    return {h: _host_program(job, schedules, by_host, h, ends, window) for h in job.ranks}
 
 
 def _int_field(op, key, host, default=None):

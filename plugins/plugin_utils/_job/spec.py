@@ -104,7 +104,7 @@ def _bool(value, name):
     return value
 
 
-def _collective(item, k, ranks, channels):
+def _collective(item, k, ranks):
     where = "job.collectives[%d]" % k
     if not isinstance(item, dict):
         raise JobError("%s: expected a dict such as {op: allreduce, algorithm: ring, size: 64MB}, got %r"
@@ -193,7 +193,7 @@ def parse_job(job, ranks):
     collectives, ops = [], 2 if overlap else 1  # the compute op (and the start op), then per collective its sends
     # and receives and a join
     for k, item in enumerate(items):
-        spec, per_host = _collective(item, k, ranks, channels)
+        spec, per_host = _collective(item, k, ranks)
         collectives.append(spec)
         ops += per_host + 1
     if ops > MAX_OPS_PER_ITERATION:
