@@ -88,8 +88,8 @@ def cpu():
 
 
 def flow_file(workers, op, algorithm):
-    return os.path.join(os.environ.get("TMPDIR", "/tmp"), "job_predict.%d.%s.%s.%d.json" % (workers, op, algorithm,
-                                                                                          os.getppid()))
+    name = "job_predict.%d.%s.%s.%d.json" % (workers, op, algorithm, os.getppid())
+    return os.path.join(os.environ.get("TMPDIR", "/tmp"), name)
 
 
 def peer(workers, op, algorithm):
@@ -102,7 +102,7 @@ def peer(workers, op, algorithm):
     for k, (src, dst, nbytes, first, _end) in enumerate(flows):
         path = paths(src, dst)
         links.update(dict(path))
-        named[k] = [name for name, _ in path]
+        named[k] = [hop[0] for hop in path]
         volumes[k] = nbytes
         starts[k] = first
     t0, c0 = time.perf_counter(), cpu()

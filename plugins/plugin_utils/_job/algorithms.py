@@ -339,7 +339,7 @@ def _allreduce_tree(b, r, size, root):
         children = {x: [c for c in trees[x][t][1:] if c != -1] for x in range(n)}
         top = next(x for x in range(n) if parent[x] == -1)
         depth, order = _tree_levels(parent, n, top)
-        deepest = max(deepest, max(depth.values()))
+        deepest = max(deepest, *depth.values())
         lo, hi = half[t], half[t + 1]
         for x in reversed(order):  # children before parents
             if parent[x] != -1:

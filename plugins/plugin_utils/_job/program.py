@@ -187,8 +187,8 @@ def check_program(host, program):
             if op.get("peer") in (None, host):
                 raise ProgramError("%s: op %d (%s) has peer %r; give another host" % (host, i, kind, op.get("peer")))
             if kind == "send" and op["peer"] not in peers:
-                raise ProgramError("%s: op %d sends to %s, which is not in the program's peers" % (host, i,
-                                                                                               op["peer"]))
+                raise ProgramError("%s: op %d sends to %s, which is not in the program's peers"
+                                   % (host, i, op["peer"]))
     return ops
 
 
@@ -217,9 +217,9 @@ def match_connections(programs):
         src, dst, channel = key
         s, r = sends.get(key, []), recvs.get(key, [])
         if src not in programs or dst not in programs:
+            where = (src, s[0]["id"], "sends to", dst) if s else (dst, r[0]["id"], "receives from", src)
             raise ProgramError("%s: op %d %s %s, which has no program; give every host of the job its program"
-                               % ((src, s[0]["id"], "sends to", dst) if s else (dst, r[0]["id"], "receives from",
-                                                                               src)))
+                               % where)
         if programs[src]["iterations"] != programs[dst]["iterations"]:
             raise ProgramError("%s runs %d iterations and %s %d: hosts that exchange data run the same iterations"
                                % (src, programs[src]["iterations"], dst, programs[dst]["iterations"]))
@@ -232,15 +232,13 @@ def match_connections(programs):
         if len(s) > len(r):
             op = s[len(r)]
             raise ProgramError("%s op %d (%s) sends to %s on channel %d with no matching receive: %s sends %d "
-                               "messages there per iteration, %s receives %d" % (src, op["id"], op.get("tag", ""),
-                                                                                dst, channel, src, len(s), dst,
-                                                                                len(r)))
+                               "messages there per iteration, %s receives %d"
+                               % (src, op["id"], op.get("tag", ""), dst, channel, src, len(s), dst, len(r)))
         if len(r) > len(s):
             op = r[len(s)]
             raise ProgramError("%s op %d (%s) receives from %s on channel %d with no matching send: %s receives %d "
-                               "messages there per iteration, %s sends %d" % (dst, op["id"], op.get("tag", ""),
-                                                                             src, channel, dst, len(r), src,
-                                                                             len(s)))
+                               "messages there per iteration, %s sends %d"
+                               % (dst, op["id"], op.get("tag", ""), src, channel, dst, len(r), src, len(s)))
         window = _window(programs[src], channel, s[0] if s else None)
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ProgramError("%s: window %r on channel %d to %s; give a whole number, 1 or more"

@@ -119,8 +119,8 @@ def _collective(item, k, ranks):
         raise JobError("%s.op: %r; use one of %s" % (where, op, ", ".join(OPS)))
     algorithm = item.get("algorithm", DEFAULT_ALGORITHM[op])
     if algorithm not in OPS[op]:
-        raise JobError("%s.algorithm: %r is not an algorithm of %s; use %s" % (where, algorithm, op,
-                                                                            " or ".join(OPS[op])))
+        raise JobError("%s.algorithm: %r is not an algorithm of %s; use %s"
+                       % (where, algorithm, op, " or ".join(OPS[op])))
     if "size" not in item:
         raise JobError("%s.size: missing; give the collective's size (nccl-tests' meaning), e.g. 64MB" % where)
     try:

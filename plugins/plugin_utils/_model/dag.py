@@ -58,8 +58,8 @@ def _per_pair(value, name, src, dst, minimum, positive):
         if isinstance(value, dict) else value
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v < float("inf") or v < minimum or (
             positive and v <= 0):
-        raise ModelError("%s: %r for %s -> %s; give a finite number %s" % (name, v, src, dst,
-                                                                        "> 0" if positive else ">= 0"))
+        raise ModelError("%s: %r for %s -> %s; give a finite number %s"
+                         % (name, v, src, dst, "> 0" if positive else ">= 0"))
     return float(v)
 
 
@@ -91,7 +91,7 @@ def _path(paths, src, dst):
     if not out:
         raise ModelError("paths: %s -> %s has no link: give the links it crosses (a flow on no link is limited by "
                          "nothing)" % (src, dst))
-    if len({n for n, _ in out}) != len(out):
+    if len({hop[0] for hop in out}) != len(out):
         raise ModelError("paths: %s -> %s names a link twice; a path lists each link it crosses once" % (src, dst))
     return out
 
@@ -131,8 +131,8 @@ class _Host:
         self.tags = [op.get("tag", "") for op in ops]
         self.conn = [None] * self.m
         self.slot = [0] * self.m
-        self.dependents = [[] for _ in ops]
-        self.dependents_prev = [[] for _ in ops]
+        self.dependents = [[] for _op in ops]
+        self.dependents_prev = [[] for _op in ops]
         self.barrier = []
         self.init0, self.init = [0] * self.m, [0] * self.m
         for op in ops:
