@@ -466,7 +466,7 @@ step:
       description: Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
         C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)),
         C(kernel) (the host's kernel release, for the run record), and C(result_file_error) when the host could not
-        write its own copy of the result (a full or read-only disk: the result came over the network all the same).
+        write its own copy of the result (a full or read-only disk; the result came over the network all the same).
       type: dict
 signal:
   description: With O(state=stopped), the signal that ended a still running part, or null.
