@@ -78,7 +78,7 @@ from .refusals import short as _short
 from .state import step_header_path, step_stored_result_path
 
 __all__ = ["Channel", "Coordinator", "Party", "ProtocolError", "RendezvousError", "control_abort",
-           "control_collect", "control_progress", "first_line", "run_id", "PROBES", "PROGRESS_HOLD", "LIMITS"]
+           "control_collect", "control_progress", "first_line", "limits", "run_id", "PROBES", "PROGRESS_HOLD"]
 
 PROBES = 3
 _PING_WAIT = 5.0  # seconds the coordinator waits for every pong of one round
@@ -95,9 +95,14 @@ ABORT_GRACE = 10.0  # s the coordinator waits for the parties' results after an 
 _PROOF_LABEL = b"aifabric.lab rendezvous 2 "
 _NO_FD = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
-LIMITS = {"first_line_max_bytes": FIRST_LINE_MAX, "max_line_bytes": MAX_LINE, "max_connection_bytes": MAX_CONN_BYTES,
-          "hello_deadline_s": HELLO_DEADLINE, "max_unauthenticated": MAX_UNAUTHENTICATED, "max_control": MAX_CONTROL,
-          "accept_pause_s": ACCEPT_PAUSE}
+
+
+def limits():
+    """The limits in force (the record carries them)."""
+    return {"first_line_max_bytes": FIRST_LINE_MAX, "max_line_bytes": MAX_LINE, "max_connection_bytes": MAX_CONN_BYTES,
+            "hello_deadline_s": HELLO_DEADLINE, "max_unauthenticated": MAX_UNAUTHENTICATED, "max_control": MAX_CONTROL,
+            "accept_pause_s": ACCEPT_PAUSE}
+
 
 PROGRESS_HOLD = 0.3  # s after the instant before the first progress answer (the flows are under way by then)
 SEND_TIMEOUT = 10.0  # s a message may take to leave (the peer reads all the time; a stuck one is given up on)
@@ -270,7 +275,7 @@ class Coordinator:
         self.watchers = []  # the controller's "watch" connections, answered once the flows have run a moment
         self.watched = False
         self.record = {"run": self.run_id, "coordinator_pid": os.getpid(), "coordinator": identity(),
-                       "parties": self.info, "hosts": self.results, "accept_errors": 0, "limits": dict(LIMITS),
+                       "parties": self.info, "hosts": self.results, "accept_errors": 0, "limits": limits(),
                        "stored": [], "store_errors": {}, "mode": "fixed" if start_at is not None else "rendezvous",
                        "status": "error", "error": None, "started_at": clock()}
         self.refusals = Refusals(self.record, clock=clock)  # record: rejected, rejected_total, rejected_unlisted
@@ -410,7 +415,6 @@ class Coordinator:
             left = until - now
             if left <= 0:
                 return False
-            self._expire(now)
             self._resume_listener(now)
             self._answer_watchers()
             wait = min(left, 0.05 if self.watchers else 0.5)
@@ -444,6 +448,9 @@ class Coordinator:
                 while conn.pending and not conn.closed:
                     if self._handle(conn, conn.pending.pop(0), on_message):
                         return True
+            # after what was readable was read: a coordinator that could not run for a while (a busy guest) does not
+            # drop a peer whose first line has been waiting in its buffer
+            self._expire(self.mono())
 
     def _handle(self, conn, msg, on_message):
         """One message; whatever it does to the coordinator's code is that peer's fault: the peer is dropped."""

@@ -208,7 +208,9 @@ class _Daemon:
         kept = _write_safely(result_path, out)
         if kept is not True:
             out["result_file_error"] = kept
-        if party.report(out, wait=0.5 if self.stop.is_set() else 10.0):
+        # (after an abort, the coordinator may be gone: a closed connection answers at once; a live one writes the
+        # result to its disk before its ack, which on a slow guest can take a moment)
+        if party.report(out, wait=5.0 if self.stop.is_set() else 10.0):
             out["reported"] = True
             if party.ack_durable and kept is True:
                 # the coordinator has it on its disk: this copy is no longer needed

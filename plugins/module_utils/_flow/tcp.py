@@ -53,8 +53,13 @@ MAX_HANDSHAKING = 64  # connections in their handshake at once (a newer one evic
 ACCEPT_PAUSE = 0.25  # s the server does not accept after accept() ran out of file descriptors
 ACCEPT_BATCH = 32  # connections accepted per wake-up
 _NO_FD = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
-LIMITS = {"handshake_timeout_s": HANDSHAKE_TIMEOUT, "max_handshaking": MAX_HANDSHAKING,
-          "accept_pause_s": ACCEPT_PAUSE}
+
+
+def limits():
+    """The server's limits in force (its result carries them)."""
+    return {"handshake_timeout_s": HANDSHAKE_TIMEOUT, "max_handshaking": MAX_HANDSHAKING,
+            "accept_pause_s": ACCEPT_PAUSE}
+
 
 
 def _now():
@@ -494,7 +499,7 @@ class TcpEngine(FlowEngine):
             "status": "error",
             "error": None,
             "accept_errors": 0,
-            "limits": dict(LIMITS),
+            "limits": limits(),
         }
         refusals = Refusals(result)  # rejected, rejected_total, rejected_unlisted
         token = token_bytes(spec.token)
