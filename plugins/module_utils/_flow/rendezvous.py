@@ -96,7 +96,6 @@ _PROOF_LABEL = b"aifabric.lab rendezvous 2 "
 _NO_FD = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
-
 def limits():
     """The limits in force (the record carries them)."""
     return {"first_line_max_bytes": FIRST_LINE_MAX, "max_line_bytes": MAX_LINE, "max_connection_bytes": MAX_CONN_BYTES,
@@ -325,7 +324,7 @@ class Coordinator:
         return [c for c in self.conns.values() if c.deadline is not None]
 
     def _accept(self):
-        for _ in range(ACCEPT_BATCH):
+        for _attempt in range(ACCEPT_BATCH):
             try:
                 sock, address = self.listener.accept()
             except (BlockingIOError, InterruptedError):

@@ -61,7 +61,6 @@ def limits():
             "accept_pause_s": ACCEPT_PAUSE}
 
 
-
 def _now():
     return time.monotonic()
 
@@ -530,7 +529,7 @@ class TcpEngine(FlowEngine):
                     continue
                 if not _readable(listener.fileno(), min(0.2, remaining)):
                     continue
-                for _ in range(ACCEPT_BATCH):
+                for _attempt in range(ACCEPT_BATCH):
                     try:
                         conn, peer = listener.accept()
                     except (BlockingIOError, InterruptedError):

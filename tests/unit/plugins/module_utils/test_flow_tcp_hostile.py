@@ -103,7 +103,7 @@ def test_a_100_mb_stream_of_garbage_costs_four_bytes_of_reading():
     with socket.create_connection((ADDR, port)) as peer:
         chunk = b"x" * (1 << 20)
         try:
-            for _ in range(100):
+            for _chunk in range(100):
                 peer.sendall(chunk)
         except OSError:
             pass  # reset: the server read the first 4 bytes and closed
@@ -137,7 +137,7 @@ def test_a_trickle_of_a_byte_every_so_often_is_dropped_at_the_handshake_deadline
 def test_peers_that_connect_and_never_speak_are_dropped():
     sock, port = listener()
     thread, server = serve(sock, port)
-    silent = [socket.create_connection((ADDR, port)) for _ in range(3)]
+    silent = [socket.create_connection((ADDR, port)) for _peer in range(3)]
     try:
         assert all(wait_closed(s) for s in silent)
     finally:
@@ -160,7 +160,7 @@ def test_a_silent_peer_does_not_hold_the_server_after_its_flows():
 
 def _open_many(port, count):
     socks = []
-    for _ in range(count):
+    for _peer in range(count):
         sock = socket.socket()
         sock.setblocking(False)
         if sock.connect_ex((ADDR, port)) not in (0, errno.EINPROGRESS):

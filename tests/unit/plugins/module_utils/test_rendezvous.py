@@ -322,7 +322,7 @@ def test_a_100_mb_line_is_cut_off_at_the_limits():
         with socket.create_connection((ADDR, port)) as sock:
             try:
                 sock.sendall(prefix)
-                for _ in range(100):
+                for _chunk in range(100):
                     sock.sendall(chunk)
             except OSError:
                 pass
@@ -362,7 +362,7 @@ def test_a_slow_trickle_is_dropped_at_the_connection_deadline_not_per_read():
 
 def test_a_peer_that_connects_and_never_speaks_is_dropped():
     port, thread, out = coordinator(["a", "b"])
-    silent = [socket.create_connection((ADDR, port)) for _ in range(3)]
+    silent = [socket.create_connection((ADDR, port)) for _peer in range(3)]
     try:
         assert all(wait_closed(s) for s in silent)
     finally:
@@ -394,7 +394,7 @@ def _raise_nofile(want):
 def _open_many(port, count):
     """``count`` connections opened as fast as the kernel takes them (non-blocking connects), held open."""
     socks = []
-    for _ in range(count):
+    for _peer in range(count):
         sock = socket.socket()
         sock.setblocking(False)
         err = sock.connect_ex((ADDR, port))
