@@ -52,6 +52,7 @@ HANDSHAKE_TIMEOUT = 5.0  # s for a peer's whole HELLO (or STOP), from accept()
 MAX_HANDSHAKING = 64  # connections in their handshake at once (a newer one evicts the oldest)
 ACCEPT_PAUSE = 0.25  # s the server does not accept after accept() ran out of file descriptors
 ACCEPT_BATCH = 32  # connections accepted per wake-up
+BACKLOG = 128  # the listen queue (at least; twice the expected clients when more)
 _NO_FD = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
@@ -479,7 +480,9 @@ class TcpEngine(FlowEngine):
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind((spec.address, spec.port))
-            listener.listen(max(16, spec.expected_clients * 2))
+            # a backlog that holds a crowd of strangers as well as the step's clients: the server (or the rendezvous)
+            # sheds the strangers quickly, and a client's SYN waits in the queue instead of being dropped behind them
+            listener.listen(max(BACKLOG, spec.expected_clients * 2))
         except OSError:
             listener.close()
             raise

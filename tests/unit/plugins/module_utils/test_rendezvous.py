@@ -17,6 +17,7 @@ import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import rendezvous as _rdv
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step as _step
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.daemon import fork_reporting, gather
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.rendezvous import (
     Channel,
     Coordinator,
@@ -29,6 +30,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._flow.rendezvous impo
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import pid_record
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import run_id as server_run_id
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.state import step_paths, step_results_dir
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
 
 ADDR = "127.0.0.1"
 TOKEN = "tok-rendezvous-1"
@@ -41,10 +43,8 @@ def short_hello_deadline(monkeypatch):
 
 
 def listener():
-    sock = socket.socket()
-    sock.bind((ADDR, 0))
-    sock.listen(16)
-    return sock
+    """The rendezvous' listener as flow_step's start binds it (TcpEngine.listen: the lab address, its backlog)."""
+    return TcpEngine.listen(FlowSpec(role="server", address=ADDR, port=0, token=TOKEN, expected_clients=3))
 
 
 def coordinator(parties, arm_timeout=15.0, token=TOKEN, **kw):
