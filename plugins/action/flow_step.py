@@ -75,10 +75,10 @@ class ActionModule(ActionBase):
     def _watch(self, args, task_vars):
         step = args.get("step") or self._task.get_name()
         wait = args.get("wait") or (float(args.get("arm_timeout") or 60.0) + float(args.get("timeout") or 300.0))
-        deadline = time.time() + float(wait) + GRACE
+        deadline = time.monotonic() + float(wait) + GRACE
         query = dict(args, state="progress", watch=True)
-        while time.time() < deadline:
-            asked = time.time()
+        while time.monotonic() < deadline:
+            asked = time.monotonic()
             res = self._execute_module(module_args=query, task_vars=task_vars)
             if res.get("failed") or res.get("done"):
                 return
@@ -86,4 +86,4 @@ class ActionModule(ActionBase):
                 query["watch"] = False
                 if (res.get("elapsed_s") or 0.0) >= PERIOD:
                     display.display(progress_line(step, res))
-            time.sleep(max(0.0, asked + PERIOD - time.time()))
+            time.sleep(max(0.0, asked + PERIOD - time.monotonic()))

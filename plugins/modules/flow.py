@@ -136,10 +136,15 @@ options:
     description:
       - A per-run token. A server admits only clients (and stop requests) that present the same token, so flows of
         another run or a stray connection are refused and listed in RV(flow.rejected).
+      - Never logged (C(no_log)); Ansible hides its value wherever it appears in the output, so use a random token
+        (C(lookup('ansible.builtin.password', '/dev/null', chars=['hexdigits'], length=32))), not a word.
     type: str
     required: true
   flow_id:
-    description: A name for the flow in results. Playbooks pass C(inventory_hostname). Defaults to the hostname.
+    description:
+      - A name for the flow in results. Playbooks pass C(inventory_hostname). Defaults to the hostname.
+      - It names the result file in O(result_dir), so it may not contain C(/), C(..), NUL or other control
+        characters, and has at most 128 characters.
     type: str
   volume:
     description:
@@ -155,6 +160,9 @@ options:
       - The step's start instant, wall clock, computed once by the play for every host. Epoch seconds or ISO 8601
         with a time zone. Required for clients. The hosts' clocks must agree (one machine in the netns lab; NTP/PTP
         on a real lab).
+      - Refused when it is not a finite number (C(inf), C(nan)), when it looks like epoch milliseconds or
+        microseconds, when it passed more than 1 s before the client arms, or when it lies further ahead than
+        O(timeout) (the flow's servers would have ended); the message says which and what to give instead.
     type: raw
   start_tolerance:
     description: With O(strict_start), how late (seconds) a client may start after O(start_at).
@@ -310,9 +318,32 @@ flow:
       type: list
       elements: dict
     rejected:
-      description: Server only. Connections refused (wrong token, not a flow client).
+      description:
+        - Server only. Connections refused, one entry per address and reason - C(peer), C(reason) (wrong run token,
+          not a flow client, handshake not complete in time, evicted, dropped when the server ran out of file
+          descriptors), C(count), C(first_at), C(last_at). At most 32 entries; see RV(flow.rejected_total).
       type: list
       elements: dict
+    rejected_total:
+      description: Server only. How many connections were refused in all (those beyond the listed entries are in
+        C(rejected_unlisted)).
+      type: int
+      version_added: 0.5.0
+    accept_errors:
+      description: Server only. How many times C(accept()) failed (out of file descriptors); the server rested and
+        went on.
+      type: int
+      version_added: 0.5.0
+    listen:
+      description: A perftest server. Where it listened - C(address) (the lab address, or C(*) for every interface)
+        and C(how) (C(--bind_source_ip), or why not - perftest before 23.07 cannot be told an address).
+      type: dict
+      version_added: 0.5.0
+    not_signalled:
+      description: Background server collected. Set when its PID still runs but the PID file (from an older version)
+        cannot tell it is the server; it was not signalled.
+      type: str
+      version_added: 0.5.0
     annotations:
       description: The O(annotations) given.
       type: dict

@@ -58,12 +58,17 @@ options:
   party:
     description:
       - This host's name in the step (the playbooks pass C(inventory_hostname)).
+      - It names the host's state files, so it may not contain C(/), C(..), NUL or other control characters, and has
+        at most 128 characters (the same for O(rendezvous.parties), O(parts[].party) and O(clients[].flow_id)).
       - Exactly one of O(party) and O(parts).
     type: str
   token:
     description:
       - The step's random token, the same on every host. Servers admit only its flows and the rendezvous only its
-        hosts; the state files on the host are named after its hash.
+        hosts (each connection to the rendezvous proves it holds the token before anything it sends is read); the
+        state files on the host are named after its hash.
+      - Never logged (C(no_log)); Ansible hides its value wherever it appears in the output, so use a random token
+        (the experiment role draws 32 hex digits), not a word.
     type: str
     required: true
   step:
@@ -222,7 +227,11 @@ options:
         type: bool
         default: true
       start_at:
-        description: A fixed start instant (epoch seconds or ISO 8601 with a zone) instead of the measured one.
+        description:
+          - A fixed start instant (epoch seconds or ISO 8601 with a zone) instead of the measured one.
+          - Refused when it is not a finite number (C(inf), C(nan)), when it looks like epoch milliseconds or
+            microseconds, and, with O(state=started), when it passed more than 1 s ago or lies further ahead than
+            O(arm_timeout) allows.
         type: raw
   counters: &counters
     description: The counters this host snapshots before arming and after the step (see M(aifabric.lab.port_counters)).
@@ -402,17 +411,73 @@ step:
       type: dict
     parties:
       description: Per host, C(armed_at), C(rtt_s), C(offset_s) (its clock minus the coordinator's), C(result_at),
-        and C(lost) or C(not_armed) when it failed.
+        C(ack_durable) (its result was on the coordinating host's disk before it was acknowledged), C(store_error),
+        C(abort_sent_at), and C(lost) or C(not_armed) when it failed.
       type: dict
+    rejected:
+      description:
+        - Connections to the rendezvous it refused, one entry per address and reason - C(peer), C(reason) (another
+          run's token, a wrong token, no authenticated first line in time, a line too long, not a rendezvous message,
+          evicted, dropped when the host ran out of file descriptors, ...), C(count), C(first_at), C(last_at).
+        - At most 32 entries; C(rejected_total) counts every refusal, C(rejected_unlisted) those past the list. A
+          refused peer never fails the step.
+      type: list
+      elements: dict
+    rejected_total:
+      description: How many connections to the rendezvous were refused in all.
+      type: int
+      version_added: 0.5.0
+    accept_errors:
+      description: How many times the rendezvous' C(accept()) failed (out of file descriptors); it rested and went on.
+      type: int
+      version_added: 0.5.0
+    limits:
+      description: The rendezvous' limits in force (first line bytes, line bytes, hello deadline, connections waiting
+        to authenticate, control connections).
+      type: dict
+      version_added: 0.5.0
+    stored:
+      description: The hosts whose results the coordinator wrote to its disk before acknowledging them.
+      type: list
+      elements: str
+      version_added: 0.5.0
+    store_errors:
+      description: Per host, why its result could not be written to the coordinating host's disk (it was acknowledged
+        as not durable, so the host kept its own copy).
+      type: dict
+      version_added: 0.5.0
+    recovered:
+      description: True when the coordinator died without its record and this record was assembled from the results
+        it had stored (C(status) is then V(failed)).
+      type: bool
+      version_added: 0.5.0
+    survived:
+      description: With C(recovered), the hosts whose results survived on the coordinating host.
+      type: list
+      elements: str
+      version_added: 0.5.0
+    lost:
+      description: With C(recovered), the hosts whose results were lost (one not acknowledged keeps its own copy;
+        O(state=stopped) on it returns it in RV(part)).
+      type: list
+      elements: str
+      version_added: 0.5.0
     hosts:
       description: Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
-        C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)) and
-        C(kernel) (the host's kernel release, for the run record).
+        C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)),
+        C(kernel) (the host's kernel release, for the run record), and C(result_file_error) when the host could not
+        write its own copy of the result (a full or read-only disk; the result came over the network all the same).
       type: dict
 signal:
   description: With O(state=stopped), the signal that ended a still running part, or null.
   returned: state is stopped
   type: str
+not_signalled:
+  description: With O(state=stopped), set when the PID in the part's PID file still runs but the file (from an older
+    version) has no start time to tell it is the part; it was not signalled.
+  returned: state is stopped and such a PID file was found
+  type: str
+  version_added: 0.5.0
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import ipaddress
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,33 +26,60 @@ from datetime import datetime
 from .perftest_cli import PerftestOptions
 
 __all__ = ["FlowSpec", "FlowEngine", "ClientFlow", "FlowError", "PerftestOptions", "refuse_if_late", "send",
-           "check_address", "parse_instant"]
+           "check_address", "parse_instant", "check_start_window", "START_AT_PAST_TOLERANCE"]
+
+EPOCH_SECONDS_MAX = 1e11  # the year 5138: a larger epoch number is milliseconds (1.8e12) or microseconds (1.8e15)
+START_AT_PAST_TOLERANCE = 1.0  # s a fixed instant may have passed when the flow is armed
 
 
 class FlowError(Exception):
     """Bad input for an engine; the message names the parameter and the fix."""
 
 
+_INSTANT_FIX = ("give epoch seconds (e.g. 1795941057.77) or ISO 8601 with a zone (e.g. 2026-11-29T09:00:00.000+00:00)")
+
+
 def parse_instant(value, name="start_at"):
-    """An absolute wall-clock instant: epoch seconds (number or numeric string) or ISO 8601 with a zone."""
+    """An absolute wall-clock instant: epoch seconds (number or numeric string) or ISO 8601 with a zone. Refused: what
+    is not finite (inf, nan) and epoch numbers that are milliseconds or microseconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    text = str(value).strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise FlowError(
-            "%s: %r is not an instant; give epoch seconds (e.g. 1795941057.77) or ISO 8601 with a zone "
-            "(e.g. 2026-11-29T09:00:00.000+00:00)" % (name, value)
-        ) from None
-    if parsed.tzinfo is None:
-        raise FlowError(
-            "%s: %r has no time zone; add one (e.g. +00:00) so every host reads the same instant" % (name, value))
-    return parsed.timestamp()
+        instant = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            instant = float(text)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                raise FlowError("%s: %r is not an instant; %s" % (name, value, _INSTANT_FIX)) from None
+            if parsed.tzinfo is None:
+                raise FlowError("%s: %r has no time zone; add one (e.g. +00:00) so every host reads the same instant"
+                                % (name, value)) from None
+            return parsed.timestamp()
+    if not math.isfinite(instant):
+        raise FlowError("%s: %r is not an instant (not a finite number); %s" % (name, value, _INSTANT_FIX))
+    if abs(instant) >= EPOCH_SECONDS_MAX:
+        unit, scale = ("microseconds", 1e6) if abs(instant) >= EPOCH_SECONDS_MAX * 1000 else ("milliseconds", 1e3)
+        raise FlowError("%s: %r looks like epoch %s (the instant would be thousands of years away); give epoch "
+                        "seconds: %.3f" % (name, value, unit, instant / scale))
+    return instant
+
+
+def check_start_window(instant, name, ahead_limit, limit_name, now=None, value=None):
+    """Refuse a fixed start instant that passed more than START_AT_PAST_TOLERANCE s ago, or lies further ahead than
+    ``ahead_limit`` seconds (what ``limit_name`` allows): a daemon would otherwise sleep until it is killed."""
+    now = time.time() if now is None else now
+    shown = instant if value is None else value
+    if instant < now - START_AT_PAST_TOLERANCE:
+        raise FlowError("%s: %s is %.1f s in the past (more than %.0f s); compute it once per step as now + a lead "
+                        "time longer than Ansible takes to reach every host" % (
+                            name, shown, now - instant, START_AT_PAST_TOLERANCE))
+    if instant - now > ahead_limit:
+        raise FlowError("%s: %s is %.1f s ahead, more than %s=%s s allows (every host must arm and start within it); "
+                        "give an instant sooner, or raise %s" % (name, shown, instant - now, limit_name, ahead_limit,
+                                                                 limit_name))
+    return instant
 
 
 def check_address(value, name, allow_wildcard=False):
@@ -96,8 +124,8 @@ class ClientFlow(abc.ABC):
 
     @abc.abstractmethod
     def arm(self, deadline: float) -> bool:
-        """Get ready (connect, be admitted, prepare buffers), retrying until ``deadline`` (epoch s). True when armed;
-        else ``result`` says why."""
+        """Get ready (connect, be admitted, prepare buffers), retrying until ``deadline`` (``time.monotonic()`` s).
+        True when armed; else ``result`` says why."""
 
     @abc.abstractmethod
     def fire(self, at: float) -> dict:
@@ -165,8 +193,8 @@ def send(engine: FlowEngine, spec: FlowSpec) -> dict:
     """One flow in fixed-instant mode: arm until ``spec.start_at`` (or 1 s more when it has passed), fire at it."""
     flow = engine.client(spec)
     try:
-        now = time.time()
-        if not flow.arm(spec.start_at if spec.start_at > now else now + 1.0):
+        lead = spec.start_at - time.time()
+        if not flow.arm(time.monotonic() + (lead if lead > 0 else 1.0)):
             return flow.result
         flow.result["armed_at"] = time.time()
         return flow.fire(spec.start_at)

@@ -12,10 +12,10 @@ import time
 from .._atomic import write_json as write_json_atomic
 from .._units import UnitError, parse_rate, parse_size
 from . import server as _flow_server
-from .engine import FlowError, FlowSpec, PerftestOptions, engine_class, parse_instant
+from .engine import FlowError, FlowSpec, PerftestOptions, check_start_window, engine_class, parse_instant
 from .engine import check_address as _check_address
 from .perftest_cli import TOOLS
-from .state import DEFAULT_STATE_DIR
+from .state import DEFAULT_STATE_DIR, UnsafeName, check_name
 
 _PERFTEST = PerftestOptions()
 ARGUMENT_SPEC = dict(
@@ -33,7 +33,7 @@ ARGUMENT_SPEC = dict(
     address=dict(type="str", required=True),
     port=dict(type="int", default=18600),
     source=dict(type="str"),
-    token=dict(type="str", required=True, no_log=False),
+    token=dict(type="str", required=True, no_log=True),
     flow_id=dict(type="str"),
     volume=dict(type="raw"),
     duration=dict(type="float"),
@@ -68,12 +68,17 @@ def build_spec(params, now=None):
         raise FlowError("streams: %s must be 1 or more (parallel connections of one flow)" % params["streams"])
     if params["start_tolerance"] < 0:
         raise FlowError("start_tolerance: %s must be 0 or more seconds" % params["start_tolerance"])
+    flow_id = params.get("flow_id") or socket.gethostname()
+    try:
+        check_name(flow_id, "flow_id")  # it names the result file in result_dir
+    except UnsafeName as exc:
+        raise FlowError(str(exc)) from None
     spec = FlowSpec(
         role=role,
         address=_check_address(params["address"], "address"),
         port=params["port"],
         token=params["token"],
-        flow_id=params.get("flow_id") or socket.gethostname(),
+        flow_id=flow_id,
         timeout=params["timeout"],
         interval=params["interval"],
         start_tolerance=params["start_tolerance"],
@@ -112,13 +117,11 @@ def build_spec(params, now=None):
                     raise FlowError("duration: %s must be more than 0 seconds" % params["duration"])
                 spec.duration = params["duration"]
             spec.start_at = parse_instant(params["start_at"])
-            if spec.start_at + spec.timeout < now:
-                raise FlowError(
-                    "start_at: %s is %.1f s in the past, beyond the flow's timeout; compute it once per step as "
-                    "now + a lead time" % (params["start_at"], now - spec.start_at)
-                )
             if params.get("source"):
                 spec.source = _check_address(params["source"], "source")
+            # a client arms until the instant and waits for it: not one that has passed, nor one further ahead than
+            # its timeout (its server, started with the same timeout, would have ended)
+            check_start_window(spec.start_at, "start_at", spec.timeout, "timeout", now=now, value=params["start_at"])
         else:
             if params.get("expected_clients", 1) < 1:
                 raise FlowError("expected_clients: %s must be 1 or more" % params["expected_clients"])
@@ -154,6 +157,12 @@ def run_module(module):
                 module.fail_json(msg=collected["error"], flow=collected)
             module.exit_json(changed=True, flow=collected)
         module.exit_json(changed=False, flow=engine.stop(spec))
+    if spec.role == "server" and not params["background"] and params["engine"] == "perftest":
+        try:
+            engine.listen(spec)  # the tool, the device, the TCP ports it will listen on: before it runs
+        except OSError as exc:
+            module.fail_json(msg="cannot start the perftest server on %s:%d: %s" % (
+                spec.address, spec.port, exc.strerror or exc))
     if spec.role == "server" and params["background"]:
         try:
             started = _flow_server.start(engine, spec, params["state_dir"])

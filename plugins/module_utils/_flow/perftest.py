@@ -10,6 +10,12 @@ last completion arrived), which includes perftest's own connection set-up (milli
 average is kept beside it. A perftest that fails or hangs ends at the flow's timeout, with its output kept.
 
 Commands are argument lists built from validated values (``perftest_cli.build_argv``); no shell is involved.
+
+Where a server listens: a perftest that has ``--bind_source_ip`` (23.07 and later) is told the server's lab address,
+so its TCP port (and, with ``rdma_cm``, its RDMA CM listener) is bound to that address only. An older perftest (4.5,
+Debian 12's) cannot be told: its TCP port listens on every interface of the host (its RDMA CM listener, on every
+RDMA device). The server's result says which (``listen``). Either way the TCP ports the servers will take are
+bind-tested in the module's own process before the step, so a taken port fails the task naming the port.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -27,7 +34,52 @@ from dataclasses import replace
 from .. import _rdma_sysfs as _rdma
 from .clock import set_normal, sleep_until
 from .engine import ClientFlow, FlowEngine, FlowError, PerftestOptions, refuse_if_late
-from .perftest_cli import PerftestError, build_argv, find_gid_index, parse_text
+from .perftest_cli import BIND_OPTION, TOOLS, PerftestError, build_argv, find_gid_index, parse_text, supports_bind
+
+_BIND_SUPPORT = {}  # tool path -> whether it has --bind_source_ip (asked once per process: the module's, inherited)
+
+
+def bind_support(tool):
+    """Whether perftest tool ``tool`` can bind its server to one address (its ``--help`` says ``--bind_source_ip``).
+    False when the tool cannot be run or says nothing of it."""
+    path = shutil.which(tool) if tool in TOOLS else None
+    if path is None:
+        return False
+    if path not in _BIND_SUPPORT:
+        argv = [path, "--help"]  # the tool's path (shutil.which of one of perftest_cli.TOOLS) and a fixed option
+        try:
+            out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=10,
+                                 check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _BIND_SUPPORT[path] = supports_bind(out)
+    return _BIND_SUPPORT[path]
+
+
+def server_ports(spec):
+    """The TCP ports a perftest server of ``spec`` listens on: one process per expected client, from spec.port up."""
+    return [spec.port + i for i in range(spec.expected_clients)]
+
+
+def check_ports(address, ports, bound, tool="perftest"):
+    """Bind-test the TCP ports perftest's servers will listen on, as perftest binds them (SO_REUSEADDR; ``bound``:
+    on ``address`` alone, else on every interface); OSError naming the first taken port."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    host = address if bound else ("::" if family == socket.AF_INET6 else "0.0.0.0")
+    for i, port in enumerate(ports):
+        if not 1 <= port <= 65535:
+            raise OSError(0, "TCP port %d (the port of %s server %d of %d: servers[].port + i) is not a port; choose "
+                             "a lower servers[].port" % (port, tool, i + 1, len(ports)))
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+        except OSError as exc:
+            raise OSError(exc.errno, "TCP port %d on %s (where %s server %d of %d will listen) is taken: %s; free it "
+                                     "or choose another port" % (port, host, tool, i + 1, len(ports),
+                                                                 exc.strerror or exc)) from None
+        finally:
+            sock.close()
 
 
 def _exit_text(code):
@@ -201,11 +253,11 @@ class PerftestClient(ClientFlow):
         chunks = []
         reader = threading.Thread(target=lambda: chunks.append(self.proc.stdout.read()), daemon=True)
         reader.start()
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         timed_out = False
         while self.proc.poll() is None:
             now = time.time()
-            if now > deadline:
+            if time.monotonic() > deadline:
                 self.proc.kill()
                 timed_out = True
                 break
@@ -245,6 +297,8 @@ class PerftestEngine(FlowEngine):
             raise OSError(exc.args[0]) from None
         if spec.volume is None and spec.duration is None:
             raise OSError("a perftest server needs the step's volume or duration (it must match its clients')")
+        if not opts.rdma_cm:  # with rdma_cm the port is in the RDMA CM's port space, not a kernel TCP port
+            check_ports(spec.address, server_ports(spec), bind_support(opts.tool), opts.tool)
         return None
 
     def ready(self, spec, listener=None):
@@ -254,7 +308,7 @@ class PerftestEngine(FlowEngine):
         if opts.rdma_cm:
             time.sleep(0.3)
             return True
-        wanted = {spec.port + i for i in range(spec.expected_clients)}
+        wanted = set(server_ports(spec))
         return wanted <= _listening_ports()
 
     # ------------------------------------------------------------------ server
@@ -265,13 +319,18 @@ class PerftestEngine(FlowEngine):
         try:
             opts = _options(spec, spec.address)
             iterations = _iterations(spec, opts.msg_size)
+            bound = bind_support(opts.tool)
             argvs = [build_argv(opts.tool, opts.device, opts.ib_port, opts.gid_index, opts.msg_size,
-                                iterations, spec.duration, opts.qps, spec.port + i, None, opts.rdma_cm)
-                     for i in range(spec.expected_clients)]
+                                iterations, spec.duration, opts.qps, port, None, opts.rdma_cm,
+                                bind_address=spec.address if bound else None)
+                     for port in server_ports(spec)]
         except (FlowError, PerftestError) as exc:
             result["error"] = str(exc)
             return result
-        deadline = time.time() + spec.timeout
+        result["listen"] = {"address": spec.address, "how": BIND_OPTION} if bound else {
+            "address": "*", "how": "every interface: this perftest has no %s (perftest 23.07 and later have it)"
+                                   % BIND_OPTION}
+        deadline = time.monotonic() + spec.timeout
         procs = []
         stopping = []
         previous = None
@@ -282,7 +341,7 @@ class PerftestEngine(FlowEngine):
             for argv in argvs:
                 out = tempfile.TemporaryFile(mode="w+")
                 procs.append((argv, out, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)))
-            while any(proc.poll() is None for _argv, _out, proc in procs) and time.time() < deadline:
+            while any(proc.poll() is None for _argv, _out, proc in procs) and time.monotonic() < deadline:
                 if stopping or stop.wait(0.05):
                     stopping.append(True)
                     break

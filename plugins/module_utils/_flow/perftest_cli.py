@@ -176,10 +176,20 @@ def find_gid_index(device, port, address, root="/", prefer=("RoCE v2", "IB/RoCE 
     return min(matches)[1]
 
 
+BIND_OPTION = "--bind_source_ip"  # perftest 23.07.0-0.27 and later (4.5's "--source_ip" is shadowed by raw Ethernet's)
+
+
+def supports_bind(help_text):
+    """Whether a perftest tool's ``--help`` offers ``--bind_source_ip`` (its server then binds its TCP port, and with
+    ``-R`` its RDMA CM listener, to that address instead of every interface)."""
+    return re.search(r"(^|\s)%s(\s|=|$)" % re.escape(BIND_OPTION), help_text or "", re.MULTILINE) is not None
+
+
 def build_argv(tool, device, ib_port=DEFAULTS.ib_port, gid_index=None, size=DEFAULTS.msg_size, iterations=None,
                duration=None, qps=DEFAULTS.qps, tcp_port=18515, server=None, rdma_cm=DEFAULTS.rdma_cm,
-               report_gbits=True, rate_limit_gbps=None):
-    """The perftest command line as an argument list (never a shell string); every value validated."""
+               report_gbits=True, rate_limit_gbps=None, bind_address=None):
+    """The perftest command line as an argument list (never a shell string); every value validated. ``bind_address``:
+    the address a server binds to (``--bind_source_ip``; only for a perftest that has it, see ``supports_bind``)."""
     if tool not in TOOLS:
         raise PerftestError("tool: %r is not one of %s" % (tool, ", ".join(TOOLS)))
     if not re.match(r"^[A-Za-z0-9_.\-]{1,64}$", str(device)):
@@ -209,6 +219,8 @@ def build_argv(tool, device, ib_port=DEFAULTS.ib_port, gid_index=None, size=DEFA
         if not rate_limit_gbps > 0:
             raise PerftestError("rate_limit: %r must be more than 0 Gb/s" % (rate_limit_gbps,))
         argv += ["--rate_limit=%g" % rate_limit_gbps, "--rate_units=g", "--rate_limit_type=SW"]
+    if bind_address is not None:
+        argv += [BIND_OPTION, str(ipaddress.ip_address(bind_address))]
     if server is not None:
         argv.append(str(ipaddress.ip_address(server)))
     return argv

@@ -7,7 +7,9 @@
 task at once, with the reason), then hands the bound socket to a daemon (double fork, new session, stdio on
 /dev/null) that serves the step and writes its result atomically to ``<state_dir>/server-<address>-<port>.json``.
 ``stop_and_collect`` sends the run's STOP, waits for that file and returns it; a daemon that overstays is ended by
-its PID (one this collection started). The server's lifetime is its work: no Ansible async watchdog outlives it.
+its PID, only when the PID file's identity (PID, start time, boot: ``_proc.identity``) is still that very process:
+a reused PID, or a PID file written before identities were kept, is never signalled (the result says so). The
+server's lifetime is its work: no Ansible async watchdog outlives it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import signal
 import time
 
+from .. import _proc
 from .._atomic import write_json as write_json_atomic
 from .daemon import spawn
 from .state import DEFAULT_STATE_DIR, server_paths
@@ -34,16 +37,23 @@ def paths(state_dir, spec):
 
 def alive(pid):
     """Whether process ``pid`` runs (a zombie does not)."""
-    if not pid:
-        return False
-    try:
-        with open("/proc/%d/status" % pid) as handle:
-            for line in handle:
-                if line.startswith("State:"):
-                    return line.split()[1] != "Z"
-    except OSError:
-        return False
-    return False
+    return _proc.alive(pid)
+
+
+def pid_record(pid, run, **fields):
+    """What a PID file holds: the process's identity (PID, start time, boot id), the run, when it started."""
+    return dict(_proc.identity(pid), run=run, started_at=time.time(), **fields)
+
+
+def owner(info):
+    """Whether the process a PID file names runs, and is that process: ``"running"`` (signal it), ``"gone"``, or
+    ``"unverified"`` (a PID file without a start time, from an older version: its PID runs, but may be another
+    process now; never signalled)."""
+    if not isinstance(info, dict) or not alive(info.get("pid")):
+        return "gone"
+    if info.get("start_ticks") is None:
+        return "unverified"
+    return "running" if _proc.same_process(info) else "gone"
 
 
 def start(engine, spec, state_dir=DEFAULT_STATE_DIR):
@@ -64,7 +74,7 @@ def start(engine, spec, state_dir=DEFAULT_STATE_DIR):
         write_json_atomic(result_path, result)
 
     def announce(pid):
-        write_json_atomic(pid_path, {"pid": pid, "run": run_id(spec.token), "started_at": time.time()})
+        write_json_atomic(pid_path, pid_record(pid, run_id(spec.token)))
 
     try:
         daemon = spawn(serve, announce=announce)
@@ -80,32 +90,43 @@ def stop_and_collect(engine, spec, state_dir=DEFAULT_STATE_DIR, wait=10.0, kill=
     result_path, pid_path = paths(state_dir, spec)
     info = None
     if os.path.exists(pid_path):
-        with open(pid_path) as handle:
-            info = json.load(handle)
+        try:
+            with open(pid_path) as handle:
+                info = json.load(handle)
+        except (OSError, ValueError):
+            info = {}
+        if not isinstance(info, dict):
+            info = {}
         if info.get("run") != run_id(spec.token):
             return {"role": "server", "status": "error", "error": "the server at %s:%d belongs to another run "
                     "(different token); not stopped" % (spec.address, spec.port)}
     stop = engine.stop(spec)
-    deadline = time.time() + wait
-    while not os.path.exists(result_path) and time.time() < deadline:
+    deadline = time.monotonic() + wait
+    while not os.path.exists(result_path) and time.monotonic() < deadline:
         time.sleep(0.05)
     killed = None
+    unverified = None
     pid = (info or {}).get("pid")
     if pid:
-        grace = time.time() + 2.0
-        while alive(pid) and time.time() < grace:
+        grace = time.monotonic() + 2.0
+        while owner(info) != "gone" and time.monotonic() < grace:
             time.sleep(0.05)
-        if alive(pid):
+        state = owner(info)
+        if state == "unverified":
+            unverified = pid
+        elif state == "running":
             for sig in (signal.SIGTERM, signal.SIGKILL):
+                if owner(info) != "running":
+                    break
                 try:
                     kill(pid, sig)
                 except ProcessLookupError:
                     break
                 killed = sig.name
-                end = time.time() + 1.0
-                while alive(pid) and time.time() < end:
+                end = time.monotonic() + 1.0
+                while owner(info) == "running" and time.monotonic() < end:
                     time.sleep(0.05)
-                if not alive(pid):
+                if owner(info) != "running":
                     break
     if os.path.exists(result_path):
         with open(result_path) as handle:
@@ -126,4 +147,7 @@ def stop_and_collect(engine, spec, state_dir=DEFAULT_STATE_DIR, wait=10.0, kill=
     result["stop_request"] = "answered" if stop.get("stopped") else "nothing listening (the server had ended)"
     if killed:
         result["killed"] = killed
+    if unverified:
+        result["not_signalled"] = ("process %d still runs, but its PID file (from an older version) has no start "
+                                   "time to tell it is the server: not signalled; end it by hand if it is" % unverified)
     return result

@@ -13,18 +13,25 @@ nothing fires until every host has armed. The daemon:
 3. connects to the rendezvous, arms its client flows (connected and admitted by their servers) and says so,
 4. on ``fire`` waits for the instant on an absolute timer (no spin) and sends; on ``abort`` ends its flows,
 5. waits for its servers, snapshots the counters again, writes its result on the host (atomically: nothing measured
-   is lost) and sends it to the coordinator, which acknowledges it (then the host's copy is removed).
+   is lost; a full disk is noted in the result, which still goes out) and sends it to the coordinator, which writes
+   it to its own disk and then acknowledges it (then the host's copy is removed).
 
 ``collect`` (on the coordinating host) waits for the coordinator's record of the whole step: every host's results,
-arm and fire times, the measured margin and clock offsets. ``stop`` (a failed step's cleanup, on any host) ends the
-host's daemon by its PID and returns what it had.
+arm and fire times, the measured margin and clock offsets. When the coordinator died without a record (killed,
+crashed, out of memory), the record is assembled from the results it had stored: which hosts' results survived,
+which were lost. ``stop`` (a failed step's cleanup, on any host) ends the host's daemon by its PID - only when the PID
+file's identity is still that process - and returns what it had.
+
+Every deadline is on the monotonic clock; the wall clock is the start instant and the timestamps of the results.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
+import shutil
 import signal
 import sys
 import threading
@@ -39,8 +46,15 @@ from .clock import set_normal, set_realtime, tight_timers
 from .daemon import fork_reporting, gather, spawn
 from .engine import FlowSpec, engine_class
 from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect, control_progress
-from .server import alive, run_id
-from .state import step_paths, step_record_path
+from .server import owner, pid_record, run_id
+from .state import (
+    name_problem,
+    step_header_path,
+    step_paths,
+    step_record_path,
+    step_results_dir,
+    step_stored_result_path,
+)
 from .tcp import TcpEngine
 
 __all__ = ["HostPart", "start", "start_in_namespaces", "collect", "stop"]
@@ -60,6 +74,7 @@ def preload(part):
 
 
 GRACE = 30.0  # seconds past a step's timeout that servers and the coordinator wait for late results
+FIRE_AHEAD_SLACK = 120.0  # s past the arm timeout a fire instant may lie ahead (more: the message is not believed)
 PROGRESS_EVERY = 0.5  # s between a watched step's progress messages (each flow's latest interval sample)
 STOPPED = "stopped by the controller (SIGTERM): the step failed elsewhere or the play was interrupted"
 
@@ -108,6 +123,7 @@ def _counters(spec):
 # --------------------------------------------------------------------------------------------------- the daemon
 class _Daemon:
     def __init__(self, part, listeners, coordinator_listener, arm_deadline, state_dir):
+        """``arm_deadline``: on the monotonic clock."""
         self.part = part
         self.state_dir = state_dir
         self.listeners = listeners
@@ -152,7 +168,7 @@ class _Daemon:
             thread = threading.Thread(target=self._serve, args=(i, spec, listener, server_results), daemon=True)
             thread.start()
             servers.append(thread)
-        party = Party(part.rendezvous["address"], part.rendezvous["port"], part.run, part.party)
+        party = Party(part.rendezvous["address"], part.rendezvous["port"], part.token, part.party)
         try:
             self._ready(part.servers)
             party.connect(self.arm_deadline, aborted=lambda: self.abort_reason)
@@ -187,15 +203,23 @@ class _Daemon:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         out["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)  # this host's part, from its start to here
         result_path, pid_path = step_paths(self.state_dir, part.run, part.party)
-        write_json_atomic(result_path, out)
-        if party.report(out, wait=0.5 if self.stop.is_set() else 10.0):
+        # On the host first (nothing measured is lost if the network is); a disk that cannot take it (full, read-only)
+        # is noted in the result, which still goes to the coordinator.
+        kept = _write_safely(result_path, out)
+        if kept is not True:
+            out["result_file_error"] = kept
+        # (after an abort, the coordinator may be gone: a closed connection answers at once; a live one writes the
+        # result to its disk before its ack, which on a slow guest can take a moment)
+        if party.report(out, wait=5.0 if self.stop.is_set() else 10.0):
             out["reported"] = True
-            os.unlink(result_path)
+            if party.ack_durable and kept is True:
+                # the coordinator has it on its disk: this copy is no longer needed
+                _unlink(result_path)
         party.close()
         if coordinator is not None:
             coordinator.join()
         if os.path.exists(pid_path) and not os.path.exists(result_path):
-            os.unlink(pid_path)
+            _unlink(pid_path)
 
     def _serve(self, i, spec, listener, results):
         try:
@@ -207,7 +231,7 @@ class _Daemon:
     def _ready(self, servers):
         for spec in servers:
             while not self.engine.ready(spec):
-                if time.time() > self.arm_deadline or self.abort_reason:
+                if time.monotonic() > self.arm_deadline or self.abort_reason:
                     raise RendezvousError("the %s server on port %d never listened" % (self.engine.name, spec.port))
                 time.sleep(0.02)
 
@@ -220,8 +244,17 @@ class _Daemon:
         threads = [threading.Thread(target=arm, args=(i,), daemon=True) for i in range(len(self.flows))]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        # while the flows arm (connecting to servers can take until the arm deadline), the rendezvous is listened to:
+        # an abort (the step will not run) ends the arming at once. Nothing else comes before this host has armed.
+        while any(t.is_alive() for t in threads):
+            reason = party.poll_abort(0.1) if party.channel is not None else None
+            if party.channel is None and not self.abort_reason:
+                reason = "lost the rendezvous at %s:%d while arming" % (party.address, party.port)
+            if reason:
+                self.abort(reason)
+                for thread in threads:
+                    thread.join()
+                return "abort", reason
         failed = [f for f, ok in zip(self.flows, results) if not ok]
         self.out["armed_at"] = time.time()
         # from here until the fire this thread only blocks on the rendezvous: real-time, so that probes and the fire
@@ -237,27 +270,41 @@ class _Daemon:
                                                      for f in failed))
         else:
             party.send("armed", t=self.out["armed_at"], flows=[f.result["flow_id"] for f in self.flows])
-        return party.wait_fire(self.arm_deadline + 120.0, aborted=lambda: self.abort_reason)
+        return party.wait_fire(self.arm_deadline + FIRE_AHEAD_SLACK, aborted=lambda: self.abort_reason)
 
     def _fire(self, party, msg):
-        at = float(msg["at"])
+        try:
+            at = float(msg["at"])
+        except (KeyError, TypeError, ValueError):
+            at = float("nan")
+        ahead = at - time.time()
+        if not math.isfinite(at) or ahead > self.part.arm_timeout + FIRE_AHEAD_SLACK:
+            # never sleep until a nonsense instant (a daemon would wait until it is killed)
+            reason = "the rendezvous sent a start instant %r that is not an instant within the arm timeout" % (
+                msg.get("at"),)
+            self.abort(reason)
+            self.out["error"] = "not started: %s" % reason
+            return
         self.out["fire"] = {k: msg.get(k) for k in ("at", "at_coordinator", "offset_s", "margin_s")}
         self.out["fire"]["ahead_s"] = round(at - self.fire_received, 6)
         self.fire_at = at
         self.fire_event.set()
         # the controller watches the step: each flow's latest interval sample to the coordinator twice a second (a
         # tenth of a second after each whole second, so that the controller's query once a second never sees one
-        # more than an interval old)
-        report_at = at + PROGRESS_EVERY + 0.1 if msg.get("progress") else None
+        # more than an interval old); scheduled on the monotonic clock from the instant
+        report_at = time.monotonic() + ahead + PROGRESS_EVERY + 0.1 if msg.get("progress") else None
         while any(t.is_alive() for t in self.threads):
             if party.channel is None:
                 report_at = None  # the rendezvous is gone: the flows go on, their result stays on the host
-            reason = party.poll_abort(0.2 if report_at is None else min(0.2, max(0.01, report_at - time.time())))
+            reason = party.poll_abort(0.2 if report_at is None
+                                      else min(0.2, max(0.01, report_at - time.monotonic())))
             if reason:
+                # an abort after the fire (the controller's, or the coordinator's): the flows end now, and the host
+                # reports what they measured
                 self.abort(reason)
                 for thread in self.threads:
                     thread.join()
-            if report_at is not None and time.time() >= report_at:
+            if report_at is not None and time.monotonic() >= report_at:
                 report_at += PROGRESS_EVERY
                 try:
                     party.send("progress", t=round(time.time() - at, 3), flows={
@@ -314,17 +361,22 @@ class _Daemon:
 
     def _coordinate(self):
         part = self.part
-        record = {"status": "error", "error": "the coordinator crashed"}
+        store = step_results_dir(self.state_dir, part.run)
+        record = None
         try:
-            coordinator = Coordinator(self.coordinator_listener, part.run, part.rendezvous["parties"],
+            coordinator = Coordinator(self.coordinator_listener, part.token, part.rendezvous["parties"],
                                       self.arm_deadline, part.timeout, start_at=part.rendezvous.get("start_at"),
-                                      grace=GRACE, wait_for_controller=part.rendezvous.get("wait_for_collect", True))
-            record = coordinator.run()
+                                      grace=GRACE, wait_for_controller=part.rendezvous.get("wait_for_collect", True),
+                                      store=store if os.path.isdir(store) else None)
+            record = coordinator.run()  # a crash inside it still returns the record, with every result it had
         except Exception as exc:  # noqa: BLE001  the controller must get a record whatever happened
-            record["error"] = "the coordinator crashed: %r" % (exc,)
+            record = assemble(part, self.state_dir, "the coordinator crashed: %r" % (exc,)) or {
+                "status": "error", "error": "the coordinator crashed: %r" % (exc,), "hosts": {}, "parties": {}}
         record["step"] = part.step
         record["expected_flows"] = part.rendezvous.get("expected_flows") or {}
-        write_json_atomic(step_record_path(self.state_dir, part.run), record)
+        if _write_safely(step_record_path(self.state_dir, part.run), record) is True:
+            # the whole record is on disk: the results stored one by one are in it
+            shutil.rmtree(store, ignore_errors=True)
 
 
 def start(part, state_dir, close=()):
@@ -358,15 +410,20 @@ def start(part, state_dir, close=()):
             stale = step_record_path(state_dir, part.run)
             if os.path.exists(stale):
                 os.unlink(stale)
+            # where the coordinator keeps each host's result before it acknowledges it (a stale one goes)
+            store = step_results_dir(state_dir, part.run)
+            shutil.rmtree(store, ignore_errors=True)
+            os.makedirs(store, mode=0o700)
     except OSError:
         for sock in listeners + [coordinator_listener]:
             if sock is not None:
                 sock.close()
         raise
-    arm_deadline = time.time() + part.arm_timeout
+    arm_deadline = time.monotonic() + part.arm_timeout
+    arm_deadline_wall = time.time() + part.arm_timeout
 
     def announce(pid):
-        write_json_atomic(pid_path, {"pid": pid, "run": part.run, "started_at": time.time()})
+        write_json_atomic(pid_path, pid_record(pid, part.run))
 
     def run():
         daemon = _Daemon(part, listeners, coordinator_listener, arm_deadline, state_dir)
@@ -379,7 +436,7 @@ def start(part, state_dir, close=()):
             daemon.out["clients"] = [dict(flow.result, status="error", error=daemon.out["error"],
                                           **({"annotations": ann} if ann else {}))
                                      for flow, (_s, ann) in zip(daemon.flows, part.clients)]
-            write_json_atomic(result_path, daemon.out)
+            _write_safely(result_path, daemon.out)
 
     try:
         pid = spawn(run, announce=announce, close=close)
@@ -392,7 +449,7 @@ def start(part, state_dir, close=()):
                         for s in part.servers],
             "clients": [{"flow_id": s.flow_id, "address": s.address, "port": s.port, "streams": s.streams}
                         for s, _ann in part.clients],
-            "arm_deadline": arm_deadline}
+            "arm_deadline": arm_deadline_wall}
 
 
 def _in_namespace(netns, work, close=()):
@@ -431,7 +488,7 @@ def start_in_namespaces(parts, state_dir):
         reason = "; ".join("%s could not start its part: %s" % (r["host"], r["error"]) for r in failed)
 
         def abort(_write_fd):
-            acked = control_abort(part.rendezvous["address"], part.rendezvous["port"], part.run, reason)
+            acked = control_abort(part.rendezvous["address"], part.rendezvous["port"], part.token, reason)
             return {"status": "aborted" if acked else "failed"}
 
         if gather(*_in_namespace(netns, abort)).get("status") == "aborted":
@@ -446,52 +503,133 @@ def start_in_namespaces(parts, state_dir):
 def _read(path):
     try:
         with open(path) as handle:
-            return json.load(handle)
+            data = json.load(handle)
     except (OSError, ValueError):
         return None
+    return data if isinstance(data, dict) else None
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _write_safely(path, data):
+    """Write ``data`` atomically at ``path``: True, or what went wrong (a full, read-only or missing disk)."""
+    try:
+        write_json_atomic(path, data)
+        return True
+    except (OSError, ValueError, TypeError) as exc:
+        return "cannot write %s: %s" % (path, exc)
+
+
+def stored_results(part, state_dir):
+    """What the coordinator of ``part``'s step stored on this host: ``(header, {party: stored entry})``."""
+    store = step_results_dir(state_dir, part.run)
+    header = _read(step_header_path(store)) or {}
+    stored = {}
+    try:
+        names = sorted(os.listdir(store))
+    except OSError:
+        return None, {}
+    for name in names:
+        if not (name.startswith("host-") and name.endswith(".json")):
+            continue
+        entry = _read(os.path.join(store, name))
+        if entry and entry.get("run") == part.run and isinstance(entry.get("party"), str) \
+                and isinstance(entry.get("result"), dict) and name_problem(entry["party"]) is None \
+                and os.path.basename(step_stored_result_path(store, entry["party"])) == name:
+            stored[entry["party"]] = entry
+    return header, stored
+
+
+def assemble(part, state_dir, why):
+    """A record of ``part``'s step from the results its coordinator stored before acknowledging them (it died before
+    its record): every stored host's result, and each host whose result was lost, named. None when nothing was
+    stored (the coordinator never ran here)."""
+    header, stored = stored_results(part, state_dir)
+    if header is None:
+        return None
+    expected = [p for p in (header.get("parties") or part.rendezvous.get("parties") or []) if isinstance(p, str)]
+    for party in stored:
+        if party not in expected:
+            expected.append(party)
+    survived = [p for p in expected if p in stored]
+    lost = [p for p in expected if p not in stored]
+    parties = {}
+    for party in expected:
+        info = dict(stored[party].get("info") or {}) if party in stored else {}
+        if party not in stored:
+            info["lost"] = "its result never reached the coordinator's disk before the coordinator died"
+        parties[party] = info
+    error = "%s; the record was assembled from the results it had stored on %s: %s survived%s" % (
+        why, part.party, ", ".join(survived) if survived else "no host's result",
+        "; lost: %s (a host that was not acknowledged keeps its own copy: flow_step state=stopped on it returns "
+        "it)" % ", ".join(lost) if lost else "")
+    return {"run": part.run, "step": part.step, "status": "failed", "error": error, "recovered": True,
+            "survived": survived, "lost": lost, "hosts": {p: stored[p]["result"] for p in survived},
+            "parties": parties, "fire": header.get("fire"), "started_at": header.get("started_at"),
+            "mode": header.get("mode"), "coordinator": header.get("coordinator"), "rejected": [],
+            "expected_flows": part.rendezvous.get("expected_flows") or {}}
+
+
+def _forget_step(part, state_dir):
+    """The coordinator's record and stored results, once they are in a record that has been handed over."""
+    _unlink(step_record_path(state_dir, part.run))
+    shutil.rmtree(step_results_dir(state_dir, part.run), ignore_errors=True)
 
 
 def collect(part, state_dir, wait, missing=()):
     """On the coordinating host: the step's record, once the coordinator wrote it (at most ``wait`` seconds).
-    ``missing``: hosts the controller knows will never arm (their task failed): the step is aborted at once."""
+    ``missing``: hosts the controller knows will never arm (their task failed): the step is aborted at once. When the
+    coordinator died without its record, the record is assembled from the results it had stored (``assemble``); they
+    stay on the host for a re-run and for ``stop``, which removes them."""
     path = step_record_path(state_dir, part.run)
     address, port = part.rendezvous["address"], part.rendezvous["port"]
     if missing:
-        control_abort(address, port, part.run, "%s failed before arming (not in the play any more: failed, "
-                                               "unreachable, or left out by --limit)" % ", ".join(missing))
-    deadline = time.time() + wait
-    _result_path, pid_path = step_paths(state_dir, part.run, part.party)
+        control_abort(address, port, part.token, "%s failed before arming (not in the play any more: failed, "
+                                                 "unreachable, or left out by --limit)" % ", ".join(missing))
+    deadline = time.monotonic() + wait
+    result_path, pid_path = step_paths(state_dir, part.run, part.party)
     # Say "collecting" (the step may fire: from now on this task only waits, so nothing of Ansible's competes with
     # the flows) and block until the coordinator closes the connection at the end of the step.
     if not os.path.exists(path):
-        control_collect(address, port, part.run, wait)
+        control_collect(address, port, part.token, wait)
     gone_since = None
-    while not os.path.exists(path) and time.time() < deadline:
+    while not os.path.exists(path) and time.monotonic() < deadline:
         # the coordinating part is gone without a record (its start failed, or it was killed): no use waiting
-        info = _read(pid_path)
-        if info is None or not alive(info.get("pid")):
-            gone_since = gone_since or time.time()
-            if time.time() - gone_since > 2.0:
+        if owner(_read(pid_path)) == "gone":
+            gone_since = gone_since or time.monotonic()
+            if time.monotonic() - gone_since > 2.0:
                 break
         time.sleep(0.1)
     record = _read(path)
     if record is None and gone_since is not None:
-        part_result = _read(_result_path) or {}
+        part_result = _read(result_path) or {}
+        assembled = assemble(part, state_dir, "the coordinator on %s ended without its record (killed, crashed or "
+                                              "out of memory)" % part.party)
+        if assembled is not None:
+            return assembled
         return {"status": "error", "hosts": {}, "parties": {}, "step": part.step,
                 "expected_flows": part.rendezvous.get("expected_flows") or {},
                 "error": "the rendezvous on %s is not running: %s" % (
                     part.party, part_result.get("error") or "its part of the step was never started, or it ended "
                                                             "without a record (see that host's task)")}
     if record is None:
-        control_abort(address, port, part.run, "the controller stopped waiting after %.0f s" % wait)
-        end = time.time() + 15.0
-        while not os.path.exists(path) and time.time() < end:
+        control_abort(address, port, part.token, "the controller stopped waiting after %.0f s" % wait)
+        end = time.monotonic() + 15.0
+        while not os.path.exists(path) and time.monotonic() < end:
             time.sleep(0.05)
-        record = _read(path) or {"status": "error", "hosts": {}, "parties": {},
-                                 "error": "the rendezvous on %s wrote no record within %.0f s (was this host's part "
-                                          "of the step started?)" % (part.party, wait)}
-    if os.path.exists(path):
-        os.unlink(path)
+        record = _read(path)
+        if record is None:
+            return assemble(part, state_dir, "the rendezvous on %s wrote no record within %.0f s" % (
+                part.party, wait)) or {
+                "status": "error", "hosts": {}, "parties": {}, "step": part.step,
+                "error": "the rendezvous on %s wrote no record within %.0f s (was this host's part of the step "
+                         "started?)" % (part.party, wait)}
+    _forget_step(part, state_dir)
     record.setdefault("step", part.step)
     return record
 
@@ -505,7 +643,7 @@ def progress(part, state_dir, watch=False):
         return {"done": True, "phase": "ended"}
     # the first query waits for the fire however long the arming takes (its answer comes after the instant, or with
     # the reason the step was not started), so that no query's process starts near the instant
-    answer = control_progress(part.rendezvous["address"], part.rendezvous["port"], part.run, watch=watch,
+    answer = control_progress(part.rendezvous["address"], part.rendezvous["port"], part.token, watch=watch,
                               timeout=part.arm_timeout + 15.0 if watch else 5.0)
     if answer is None:  # no coordinator listens any more: the step has ended (its record follows), or never ran
         return {"done": True, "phase": "ended"}
@@ -542,29 +680,39 @@ def summarize_progress(answer):
 
 
 def stop(part, state_dir, wait=15.0, kill=os.kill):
-    """End the host's part of a step by its PID (it aborts its flows and writes what it has) and return it."""
+    """End the host's part of a step by its PID (it aborts its flows and writes what it has) and return it. Only the
+    process the PID file identifies is signalled: a reused PID is not, nor one from a PID file without a start time
+    (an older version's), which is reported instead. On the coordinating host, the step's record (or, when the
+    coordinator died without one, the record assembled from the results it stored) comes back too, and is removed."""
     result_path, pid_path = step_paths(state_dir, part.run, part.party)
     info = _read(pid_path)
     killed = None
-    if info and info.get("run") == part.run and alive(info.get("pid")):
+    out = {"host": part.party}
+    state = owner(info) if info and info.get("run") == part.run else "gone"
+    if state == "unverified":
+        out["not_signalled"] = ("process %s still runs, but its PID file (from an older version) has no start time to "
+                                "tell it is this step's part: not signalled; end it by hand if it is" % info["pid"])
+    elif state == "running":
         pid = info["pid"]
         for sig, grace in ((signal.SIGTERM, wait), (signal.SIGKILL, 2.0)):
+            if owner(info) != "running":
+                break
             try:
                 kill(pid, sig)
             except ProcessLookupError:
                 break
             killed = sig.name
-            end = time.time() + grace
-            while alive(pid) and time.time() < end:
+            end = time.monotonic() + grace
+            while owner(info) == "running" and time.monotonic() < end:
                 time.sleep(0.05)
-            if not alive(pid):
+            if owner(info) != "running":
                 break
-    out = {"host": part.party, "part": _read(result_path), "signal": killed, "was_running": killed is not None}
+    out.update(part=_read(result_path), signal=killed, was_running=killed is not None)
     if part.coordinates:
-        out["step"] = _read(step_record_path(state_dir, part.run))
-        if os.path.exists(step_record_path(state_dir, part.run)):
-            os.unlink(step_record_path(state_dir, part.run))
+        out["step"] = _read(step_record_path(state_dir, part.run)) or assemble(
+            part, state_dir, "the coordinator on %s ended without its record (killed, crashed or out of memory)"
+            % part.party)
+        _forget_step(part, state_dir)
     for path in (result_path, pid_path):
-        if os.path.exists(path):
-            os.unlink(path)
+        _unlink(path)
     return out

@@ -10,10 +10,10 @@ import re
 from .. import _netns_enter as _netns
 from .. import _units
 from . import step as _step
-from .engine import FlowError, FlowSpec, PerftestOptions, parse_instant
+from .engine import FlowError, FlowSpec, PerftestOptions, check_start_window, parse_instant
 from .engine import check_address as _check_address
 from .perftest_cli import TOOLS
-from .state import DEFAULT_STATE_DIR
+from .state import DEFAULT_STATE_DIR, UnsafeName, check_name
 
 _PERFTEST = PerftestOptions()
 _SERVER = dict(
@@ -46,7 +46,7 @@ _PART = ("party", "servers", "clients", "counters")  # what differs from one hos
 ARGUMENT_SPEC = dict(
     state=dict(type="str", default="started", choices=["started", "collected", "stopped", "progress"]),
     party=dict(type="str"),
-    token=dict(type="str", required=True, no_log=False),
+    token=dict(type="str", required=True, no_log=True),
     step=dict(type="str"),
     engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
     perftest=dict(type="dict", default={}, options=dict(
@@ -103,6 +103,14 @@ def _size(value, name):
         raise FlowError(str(exc)) from None
 
 
+def _name(value, where):
+    """A name that reaches a file path on the host (a party, a flow id), checked."""
+    try:
+        return check_name(value, where)
+    except UnsafeName as exc:
+        raise FlowError(str(exc)) from None
+
+
 def _port(value, name):
     if not 1 <= value <= 65535:
         raise FlowError("%s: %d is not a TCP port (1-65535)" % (name, value))
@@ -118,6 +126,7 @@ def build_part(params):
         raise FlowError("start_tolerance: %s must be 0 or more seconds" % params["start_tolerance"])
     if not params["token"]:
         raise FlowError("token: must not be empty; use one random token per step, the same on every host")
+    _name(params["party"], "party")
     rdv = dict(params["rendezvous"])
     rdv["address"] = _check_address(rdv["address"], "rendezvous.address")
     _port(rdv["port"], "rendezvous.port")
@@ -131,8 +140,16 @@ def build_part(params):
     if parties and params["party"] not in parties:
         raise FlowError("party: %s is not one of rendezvous.parties (%s); every host of the step must be listed"
                         % (params["party"], ", ".join(parties)))
+    for i, name in enumerate(parties):
+        _name(name, "rendezvous.parties[%d]" % i)
     if rdv.get("start_at") not in (None, ""):
-        rdv["start_at"] = parse_instant(rdv["start_at"], "rendezvous.start_at")
+        given = rdv["start_at"]
+        rdv["start_at"] = parse_instant(given, "rendezvous.start_at")
+        if params["state"] == "started":
+            # a step is started now: the instant must lie within what the arm timeout allows (later states collect,
+            # watch or stop a step whose instant has passed)
+            check_start_window(rdv["start_at"], "rendezvous.start_at", params["arm_timeout"], "arm_timeout",
+                               value=given)
     else:
         rdv["start_at"] = None
     perftest = None
@@ -158,6 +175,7 @@ def build_part(params):
     seen = set()
     for i, cli in enumerate(params["clients"]):
         where = "clients[%d]" % i
+        _name(cli["flow_id"], where + ".flow_id")
         if cli["flow_id"] in seen:
             raise FlowError("%s.flow_id: %r is used twice on this host; give every flow its own id"
                             % (where, cli["flow_id"]))
@@ -218,6 +236,7 @@ def build_parts(params):
     built, seen = [], set()
     for i, entry in enumerate(params["parts"]):
         where = "parts[%d]" % i
+        _name(entry["party"], where + ".party")
         if entry["party"] in seen:
             raise FlowError("%s.party: %s is listed twice; give every host of the step once" % (where, entry["party"]))
         seen.add(entry["party"])

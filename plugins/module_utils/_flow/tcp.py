@@ -12,11 +12,18 @@ Wire protocol (all integers big-endian):
   | last byte (f64 epoch s). The client's receipt of DONE is "last byte acknowledged by the receiver".
 * anyone -> server: ``STOP`` = b"AFLS" | token. Ends a server early (a failed step), keeping what it has.
 
-A wrong token is refused and counted; nothing a peer sends is executed or used in a path.
+The token is checked before anything else a peer sent is read, and a peer is a stranger until its HELLO is whole:
+the handshake (magic, token, volume, flow id) has ``HANDSHAKE_TIMEOUT`` seconds in all (not per read, so a peer
+trickling a byte every few seconds is dropped), at most ``MAX_HANDSHAKING`` connections are in their handshake at
+once (a newer one evicts the oldest), and when ``accept()`` runs out of file descriptors the server drops the
+connections still in their handshake and rests ``ACCEPT_PAUSE`` s instead of ending: the admitted flows go on. A
+refused peer is listed in the result's ``rejected`` (address, reason, count; bounded). Nothing a peer sends is
+executed or used in a path. Every deadline is on the monotonic clock; the wall clock only times the bytes.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hmac
 import os
@@ -28,6 +35,7 @@ import time
 
 from .clock import realtime, sleep_until
 from .engine import ClientFlow, FlowEngine, FlowSpec, refuse_if_late
+from .refusals import Refusals
 
 MAGIC_HELLO = b"AFL1"
 MAGIC_STOP = b"AFLS"
@@ -40,6 +48,29 @@ _F_SETPIPE_SZ = 1031
 # Offsets in struct tcp_info (include/uapi/linux/tcp.h): tcpi_snd_mss u32 @16, tcpi_rtt u32 @68,
 # tcpi_total_retrans u32 @100, tcpi_bytes_acked u64 @120 (Linux >= 4.1), tcpi_bytes_retrans u64 @208 (Linux >= 4.19).
 _MSS_OFF, _RTT_OFF, _RETRANS_OFF, _ACKED_OFF, _BYTES_RETRANS_OFF = 16, 68, 100, 120, 208
+HANDSHAKE_TIMEOUT = 5.0  # s for a peer's whole HELLO (or STOP), from accept()
+MAX_HANDSHAKING = 64  # connections in their handshake at once (a newer one evicts the oldest)
+ACCEPT_PAUSE = 0.25  # s the server does not accept after accept() ran out of file descriptors
+ACCEPT_BATCH = 32  # connections accepted per wake-up
+BACKLOG = 128  # the listen queue (at least; twice the expected clients when more)
+_NO_FD = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+def limits():
+    """The server's limits in force (its result carries them)."""
+    return {"handshake_timeout_s": HANDSHAKE_TIMEOUT, "max_handshaking": MAX_HANDSHAKING,
+            "accept_pause_s": ACCEPT_PAUSE}
+
+
+def _now():
+    return time.monotonic()
+
+
+def _readable(fileno, timeout):
+    """Whether ``fileno`` is readable within ``timeout`` s (poll: select() cannot take a descriptor >= 1024)."""
+    poller = select.poll()
+    poller.register(fileno, select.POLLIN)
+    return bool(poller.poll(max(0.0, timeout) * 1000.0))
 
 
 def token_bytes(token: str) -> bytes:
@@ -67,14 +98,20 @@ def tcp_info(sock: socket.socket) -> dict:
     return info
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    data = b""
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None = None) -> bytes:
+    """``size`` bytes; with ``deadline`` (monotonic s), all of them by then (socket.timeout otherwise)."""
+    data = bytearray()
     while len(data) < size:
+        if deadline is not None:
+            left = deadline - _now()
+            if left <= 0:
+                raise socket.timeout("timed out")
+            sock.settimeout(left)
         part = sock.recv(size - len(data))
         if not part:
             raise ConnectionError("peer closed the connection after %d of %d bytes" % (len(data), size))
         data += part
-    return data
+    return bytes(data)
 
 
 class _Sampler(threading.Thread):
@@ -84,6 +121,7 @@ class _Sampler(threading.Thread):
     def __init__(self, socks, t0_wall, interval):
         super().__init__(daemon=True)
         self.socks, self.t0, self.interval = list(socks), t0_wall, interval
+        self.m0 = _now() - (time.time() - t0_wall)  # the first byte on the monotonic clock (the samples' schedule)
         self.samples = []
         self._stop_event = threading.Event()
 
@@ -91,8 +129,8 @@ class _Sampler(threading.Thread):
         last_t, last_b = 0.0, 0
         n = 1
         while not self._stop_event.is_set():
-            target = self.t0 + n * self.interval
-            if self._stop_event.wait(max(0.0, target - time.time())):
+            target = self.m0 + n * self.interval
+            if self._stop_event.wait(max(0.0, target - _now())):
                 break
             self._take(time.time(), last_t, last_b)
             if self.samples:
@@ -218,7 +256,7 @@ class TcpClient(ClientFlow):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 if spec.source or source_port:
                     sock.bind((spec.source or "", source_port))
-                sock.settimeout(max(0.2, min(5.0, deadline - time.time())))
+                sock.settimeout(max(0.2, min(5.0, deadline - _now())))
                 sock.connect((spec.address, spec.port))
                 sock.sendall(hello)
                 answer = _recv_exact(sock, 2)
@@ -234,7 +272,7 @@ class TcpClient(ClientFlow):
             except (OSError, ConnectionError) as exc:
                 sock.close()
                 last_error = exc
-            if time.time() + 0.05 >= deadline:
+            if _now() + 0.05 >= deadline:
                 self.result["error"] = (
                     "no flow server answered at %s:%d before the flow had to be armed (%s). Is the server's host "
                     "part of the step, and are the address and port right?" % (spec.address, spec.port, last_error))
@@ -245,8 +283,8 @@ class TcpClient(ClientFlow):
     def fire(self, at):
         spec, result = self.spec, self.result
         result["start_at"] = at
-        deadline = at + spec.timeout
-        watchdog = threading.Timer(max(0.0, deadline - time.time()), self.abort,
+        # the timeout counts from the instant: the wait until it (wall clock), then a monotonic timer
+        watchdog = threading.Timer(max(0.0, at - time.time()) + spec.timeout, self.abort,
                                    ("flow did not complete within timeout=%ss" % spec.timeout,))
         watchdog.daemon = True
         watchdog.start()
@@ -330,14 +368,16 @@ class TcpClient(ClientFlow):
     def _pump(self, sock, volume, start, sent):
         size = os.fstat(self.zero_fd).st_size
         fileno = sock.fileno()
-        end = start + self.spec.duration if self.spec.duration is not None else None
+        end = None
+        if self.spec.duration is not None:
+            end = _now() + max(0.0, start + self.spec.duration - time.time())
         while True:
             if volume is not None:
                 left = volume - sent
                 if left <= 0:
                     return sent
             else:
-                if time.time() >= end:
+                if _now() >= end:
                     return sent
                 left = _CHUNK
             offset = sent % size
@@ -375,6 +415,54 @@ class TcpClient(ClientFlow):
             self.zero_fd = None
 
 
+class _Handshakes:
+    """The server's connections still in their handshake (strangers until their HELLO is whole): at most
+    MAX_HANDSHAKING (a newer one evicts the oldest), each refused at most once, with the reason."""
+
+    def __init__(self, refusals, lock):
+        self.refusals, self.lock = refusals, lock
+        self.waiting = {}  # conn -> (accepted at, peer)
+        self.evicted = {}  # conn -> the reason it was cut (its thread records it)
+
+    def admit(self, conn, peer):
+        with self.lock:
+            if len(self.waiting) >= MAX_HANDSHAKING:
+                oldest = min(self.waiting, key=lambda c: self.waiting[c][0])
+                self._cut(oldest, "evicted: %d connections were in their handshake" % len(self.waiting))
+            self.waiting[conn] = (_now(), peer)
+
+    def _cut(self, conn, reason):
+        self.evicted[conn] = reason
+        del self.waiting[conn]
+        try:
+            conn.shutdown(socket.SHUT_RDWR)  # its thread's read ends at once
+        except OSError:
+            pass
+
+    def evict_all(self, reason, record=True):
+        with self.lock:
+            for conn in list(self.waiting):
+                self._cut(conn, reason if record else None)
+
+    def done(self, conn):
+        """The handshake is over (admitted, stopped or refused)."""
+        with self.lock:
+            self.waiting.pop(conn, None)
+            self.evicted.pop(conn, None)
+
+    def refuse(self, conn, peer, reason):
+        self.done(conn)
+        self.refusals.add(peer, reason)
+
+    def fail(self, conn, peer, reason):
+        """The handshake broke off: the reason it was cut, if it was, else ``reason``."""
+        with self.lock:
+            self.waiting.pop(conn, None)
+            cut = self.evicted.pop(conn, reason)
+        if cut is not None:
+            self.refusals.add(peer, cut)
+
+
 class TcpEngine(FlowEngine):
     name = "tcp"
 
@@ -392,7 +480,9 @@ class TcpEngine(FlowEngine):
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind((spec.address, spec.port))
-            listener.listen(max(16, spec.expected_clients * 2))
+            # a backlog that holds a crowd of strangers as well as the step's clients: the server (or the rendezvous)
+            # sheds the strangers quickly, and a client's SYN waits in the queue instead of being dropped behind them
+            listener.listen(max(BACKLOG, spec.expected_clients * 2))
         except OSError:
             listener.close()
             raise
@@ -408,46 +498,72 @@ class TcpEngine(FlowEngine):
             "port": spec.port,
             "expected_clients": spec.expected_clients,
             "flows": [],
-            "rejected": [],
             "status": "error",
             "error": None,
+            "accept_errors": 0,
+            "limits": limits(),
         }
+        refusals = Refusals(result)  # rejected, rejected_total, rejected_unlisted
         token = token_bytes(spec.token)
-        deadline = time.time() + spec.timeout
+        deadline = _now() + spec.timeout
         lock = threading.Lock()
         stop = stop if stop is not None else threading.Event()
+        gate = _Handshakes(refusals, lock)
         workers = []
+        paused_until = None
         try:
             if listener is None:
                 listener = self.listen(spec)
+            listener.setblocking(False)  # accepted in batches; each connection is made blocking again
             result["listening_at"] = time.time()
             while not stop.is_set():
                 with lock:
                     finished = sum(1 for f in result["flows"] if f.get("status") in ("ok", "error"))
                 if finished >= spec.expected_clients:
                     break
-                remaining = deadline - time.time()
+                now = _now()
+                remaining = deadline - now
                 if remaining <= 0:
                     result["error"] = "deadline reached (timeout=%ss) with %d of %d flows complete" % (
                         spec.timeout, finished, spec.expected_clients)
                     break
-                ready = select.select([listener], [], [], min(0.2, remaining))[0]
-                if not ready:
+                if paused_until is not None and now < paused_until:
+                    stop.wait(min(paused_until - now, remaining))
                     continue
-                conn, peer = listener.accept()
-                worker = threading.Thread(
-                    target=self._handle, args=(conn, peer, token, spec, deadline, result, lock, stop), daemon=True
-                )
-                worker.start()
-                workers.append(worker)
+                if not _readable(listener.fileno(), min(0.2, remaining)):
+                    continue
+                for _attempt in range(ACCEPT_BATCH):
+                    try:
+                        conn, peer = listener.accept()
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError as exc:
+                        # out of descriptors (or another transient failure): the connections still in their
+                        # handshake go, the listener rests; the admitted flows are never cut
+                        result["accept_errors"] += 1
+                        if exc.errno in _NO_FD:
+                            gate.evict_all("dropped during its handshake: the server ran out of file descriptors "
+                                           "(%s)" % errno.errorcode.get(exc.errno, exc.errno))
+                        paused_until = _now() + ACCEPT_PAUSE
+                        break
+                    conn.setblocking(True)
+                    gate.admit(conn, peer[0])
+                    worker = threading.Thread(
+                        target=self._handle, args=(conn, peer, token, spec, deadline, result, lock, stop, gate),
+                        daemon=True)
+                    worker.start()
+                    workers.append(worker)
+                if len(workers) > 256:
+                    workers = [w for w in workers if w.is_alive()]
         except OSError as exc:
             result["error"] = "cannot listen on %s:%d: %s" % (spec.address, spec.port, exc)
         finally:
             if listener is not None:
                 listener.close()
             stop.set()
+            gate.evict_all("the server ended during its handshake", record=False)
             for worker in workers:
-                worker.join(timeout=max(0.1, deadline - time.time()))
+                worker.join(timeout=max(0.1, deadline - _now()))
         flows = result["flows"]
         complete = sum(1 for f in flows if f.get("status") == "ok")
         if result["error"] is None:
@@ -463,38 +579,41 @@ class TcpEngine(FlowEngine):
         result["bytes"] = sum(f.get("bytes", 0) for f in flows)
         return result
 
-    def _handle(self, conn, peer, token, spec, deadline, result, lock, stop):
+    def _handle(self, conn, peer, token, spec, deadline, result, lock, stop, gate):
         entry = {"peer": peer[0], "status": "receiving", "bytes": 0}
+        handshake = min(deadline, _now() + HANDSHAKE_TIMEOUT)  # the whole handshake, not each read
+        admitted = False
         try:
-            conn.settimeout(max(0.1, min(5.0, deadline - time.time())))
-            magic = _recv_exact(conn, 4)
+            magic = _recv_exact(conn, 4, handshake)
             if magic == MAGIC_STOP:
-                if hmac.compare_digest(_recv_exact(conn, 16), token):
+                if hmac.compare_digest(_recv_exact(conn, 16, handshake), token):
+                    gate.done(conn)
                     with lock:
                         result["stopped"] = True
                     stop.set()
                     conn.sendall(b"OK")
                 else:
-                    with lock:
-                        result["rejected"].append({"peer": peer[0], "reason": "stop with a wrong token"})
+                    gate.refuse(conn, peer[0], "stop with a wrong token")
                 return
             if magic != MAGIC_HELLO:
-                with lock:
-                    result["rejected"].append({"peer": peer[0], "reason": "not a flow client"})
+                gate.refuse(conn, peer[0], "not a flow client")
                 return
-            if not hmac.compare_digest(_recv_exact(conn, 16), token):
+            if not hmac.compare_digest(_recv_exact(conn, 16, handshake), token):
+                gate.refuse(conn, peer[0], "wrong run token")
+                conn.settimeout(0.5)
                 conn.sendall(b"NOwrong run token")
-                with lock:
-                    result["rejected"].append({"peer": peer[0], "reason": "wrong run token"})
                 return
-            volume, id_len = _HELLO_TAIL.unpack(_recv_exact(conn, _HELLO_TAIL.size))
-            entry["flow_id"] = _recv_exact(conn, id_len).decode("utf-8", "replace")
+            volume, id_len = _HELLO_TAIL.unpack(_recv_exact(conn, _HELLO_TAIL.size, handshake))
+            entry["flow_id"] = _recv_exact(conn, id_len, handshake).decode("utf-8", "replace")
+            gate.done(conn)
+            admitted = True
             limit = spec.max_bytes
+            conn.settimeout(max(0.1, min(5.0, deadline - _now())))
             if limit is not None and volume > limit:
-                conn.sendall(("NOvolume %d exceeds the server's max_bytes %d" % (volume, limit)).encode())
                 entry.update(status="error", error="refused volume %d > max_bytes %d" % (volume, limit))
                 with lock:
                     result["flows"].append(entry)
+                conn.sendall(("NOvolume %d exceeds the server's max_bytes %d" % (volume, limit)).encode())
                 return
             with lock:
                 result["flows"].append(entry)
@@ -509,9 +628,15 @@ class TcpEngine(FlowEngine):
             conn.settimeout(2.0)
             conn.sendall(_DONE.pack(received, first or 0.0, last or 0.0))
             entry["status"] = "ok"
-        except (OSError, ConnectionError) as exc:
-            entry.update(status="error", error="%s: %s" % (type(exc).__name__, exc))
+        except Exception as exc:  # noqa: BLE001  whatever happens to one connection is that connection's result
+            if admitted:
+                entry.update(status="error", error="%s: %s" % (type(exc).__name__, exc))
+            else:
+                gate.fail(conn, peer[0], "handshake not complete within %.0f s" % HANDSHAKE_TIMEOUT
+                          if isinstance(exc, socket.timeout) else "its handshake failed (%s: %s)"
+                          % (type(exc).__name__, exc))
         finally:
+            gate.done(conn)
             conn.close()
 
     @staticmethod
@@ -533,9 +658,9 @@ class TcpEngine(FlowEngine):
                 try:
                     n = os.splice(fileno, pipe_w, want, flags=getattr(os, "SPLICE_F_MOVE", 1))
                 except BlockingIOError:
-                    if stop.is_set() or time.time() >= deadline:
+                    if stop.is_set() or _now() >= deadline:
                         break
-                    select.select([fileno], [], [], 0.2)
+                    _readable(fileno, 0.2)
                     continue
                 if n == 0:
                     break

@@ -65,3 +65,36 @@ def test_write_result_is_atomic(tmp_path):
     path = write_result(str(tmp_path / "r"), "client-w1", {"bytes": 1})
     assert json.load(open(path)) == {"bytes": 1}
     assert os.listdir(str(tmp_path / "r")) == ["client-w1.json"]
+
+
+@pytest.mark.parametrize("start_at, message", [
+    (float("inf"), r"start_at: inf is not an instant \(not a finite number\)"),
+    ("nan", r"start_at: 'nan' is not an instant \(not a finite number\)"),
+    (NOW * 1000, r"start_at: 1800000000000.0 looks like epoch milliseconds .* seconds: 1800000000.000"),
+    (NOW * 1e6, r"start_at: .* looks like epoch microseconds"),
+    (NOW - 2, r"start_at: .* is 2.0 s in the past \(more than 1 s\)"),
+    (NOW + 301, r"start_at: .* is 301.0 s ahead, more than timeout=300.0 s allows"),
+])
+def test_a_start_instant_that_cannot_be_is_refused(start_at, message):
+    with pytest.raises(FlowError, match=message):
+        build_spec(params(start_at=start_at), now=NOW)
+
+
+def test_a_start_instant_just_passed_or_within_the_timeout_is_taken():
+    assert build_spec(params(start_at=NOW - 0.5), now=NOW).start_at == NOW - 0.5
+    assert build_spec(params(start_at=NOW + 299), now=NOW).start_at == NOW + 299
+
+
+@pytest.mark.parametrize("flow_id, message", [
+    ("x/../../../tmp/evil", r"flow_id: 'x/../../../tmp/evil' cannot name a file on the host: it contains '/'"),
+    ("..", r"flow_id: '..' cannot name a file on the host: it contains '..'"),
+    ("w1\n", r"flow_id: .* control character"),
+    ("w" * 200, r"flow_id: .* 200 characters long \(at most 128\)"),
+])
+def test_a_flow_id_that_would_reach_a_path_is_refused(flow_id, message):
+    with pytest.raises(FlowError, match=message):
+        build_spec(params(flow_id=flow_id), now=NOW)
+
+
+def test_the_token_is_never_logged():
+    assert ARGUMENT_SPEC["token"]["no_log"] is True

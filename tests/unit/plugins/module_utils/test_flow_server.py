@@ -2,11 +2,13 @@
 """Background servers for real: a daemon on loopback, a client flow, stop and collect, and the failure paths."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
 
 import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils import _proc
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import server as _flow_server
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
@@ -89,3 +91,46 @@ def test_a_daemon_that_overstays_is_killed_by_its_pid(tmp_path, monkeypatch):
     assert collected["killed"] == "SIGTERM"
     assert "wrote no result" in collected["error"] or collected.get("status") == "error"
     assert wait_gone(started["pid"])
+
+
+def _pid_file(tmp_path, port, info, token="tok"):
+    _result, pid_path = _flow_server.paths(str(tmp_path), spec(port))
+    with open(pid_path, "w") as handle:
+        json.dump(dict(info, run=_flow_server.run_id(token)), handle)
+
+
+def test_the_pid_file_holds_the_process_identity(tmp_path):
+    port = free_port()
+    started = _flow_server.start(TcpEngine(), spec(port, timeout=30), str(tmp_path))
+    _result, pid_path = _flow_server.paths(str(tmp_path), spec(port))
+    with open(pid_path) as handle:
+        info = json.load(handle)
+    assert info["pid"] == started["pid"] and info["start_ticks"] == _proc.start_ticks(started["pid"])
+    assert _proc.same_process(info) and _flow_server.owner(info) == "running"
+    _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path), wait=5)
+    assert wait_gone(started["pid"])
+
+
+def test_a_reused_pid_is_never_signalled(tmp_path):
+    """The PID file names a PID that runs (this test's own), with another start time: a reused PID. Nothing is
+    signalled; the server is reported as gone."""
+    port = free_port()
+    me = _proc.identity()
+    _pid_file(tmp_path, port, dict(me, start_ticks=me["start_ticks"] + 777))
+    signals = []
+    out = _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path), wait=0.2,
+                                        kill=lambda pid, sig: signals.append((pid, sig)))
+    assert signals == [] and "killed" not in out and "not_signalled" not in out
+    assert "wrote no result" in out["error"]
+
+
+def test_an_old_pid_file_without_a_start_time_is_reported_not_signalled(tmp_path):
+    port = free_port()
+    _pid_file(tmp_path, port, {"pid": os.getpid(), "started_at": 1.0})
+    signals = []
+    out = _flow_server.stop_and_collect(TcpEngine(), spec(port), str(tmp_path), wait=0.2,
+                                        kill=lambda pid, sig: signals.append((pid, sig)))
+    assert signals == [] and "killed" not in out
+    assert out["not_signalled"].startswith("process %d still runs, but its PID file (from an older version)"
+                                           % os.getpid())
+    assert os.listdir(str(tmp_path)) == []

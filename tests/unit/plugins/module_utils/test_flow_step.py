@@ -6,6 +6,9 @@ are benchmarks/start_skew.py's); the tests assert what must hold on any machine:
 instant and says how late, a host that never arms fails the step by name before a byte is sent, nothing is left."""
 from __future__ import annotations
 
+import errno
+import json
+import math
 import os
 import socket
 import time
@@ -14,7 +17,9 @@ import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step as _step
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step_module
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowError
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.rendezvous import control_abort, first_line
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import alive
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.state import step_paths
 
 ADDR = "127.0.0.1"
 
@@ -65,7 +70,8 @@ class Lab:
         return started
 
     def collect(self, wait=60, missing=()):
-        return _step.collect(self.part(self.rendezvous["host"]), self.state_dir, wait, missing=missing)
+        return _step.collect(self.part(self.rendezvous["host"], state="collected"), self.state_dir, wait,
+                             missing=missing)
 
     def cleanup(self):
         for pid in self.pids:
@@ -287,3 +293,184 @@ def test_progress_says_how_long_the_slowest_flow_needs_at_its_rate():
     assert out["elapsed_s"] == 3.0 and out["hosts_done"] == 1 and out["hosts"] == 4
     del answer["parties"]["w3"]
     assert _step.summarize_progress(answer)["remaining_s"] == 1.5
+
+
+# -- a lab network that is not friendly ------------------------------------------------------------------------------
+def _closed(sock, timeout=10.0):
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("attack, reason", [
+    (b"[" * 100_000 + b"\n", "a line longer than 1024 bytes"),  # the issue's line, from a host without the token
+    (first_line("tok") + b'{"control":true,"op":"hello"}\n' + b"[" * 100_000 + b"\n",
+     "not a rendezvous message (RecursionError)"),  # the same line from a peer that has it
+])
+def test_one_line_from_the_lab_network_no_longer_kills_a_step(lab_factory, attack, reason):
+    lab = lab_factory(["sink", "w1", "w2"])
+    lab.start("sink", servers=[lab.server(2)])
+    with socket.create_connection((ADDR, lab.port)) as stray:
+        try:
+            stray.sendall(attack)
+        except OSError:
+            pass
+        assert _closed(stray)
+    lab.start("w1", clients=[lab.client("w1")])
+    lab.start("w2", clients=[lab.client("w2")])
+    record = lab.collect()
+    assert record["status"] == "ok", record.get("error")
+    assert [(r["peer"], r["reason"], r["count"]) for r in record["rejected"]] == [(ADDR, reason, 1)]
+    assert all(c["status"] == "ok" for h in ("w1", "w2") for c in record["hosts"][h]["clients"])
+    assert wait_gone(lab.pids)
+    assert os.listdir(lab.state_dir) == []
+
+
+def test_an_abort_after_the_fire_stops_every_host_and_keeps_what_they_measured(lab_factory):
+    lab = lab_factory(["sink", "w1", "w2"])
+    lab.start("sink", servers=[lab.server(2, volume=None)])
+    lab.start("w1", clients=[lab.client("w1", volume=None, duration=60)], interval=0.2)
+    lab.start("w2", clients=[lab.client("w2", volume=None, duration=60)], interval=0.2)
+    part = lab.part("sink", state="progress")
+    first = _step.progress(part, lab.state_dir, watch=True)  # lets the step fire; answered once the flows run
+    assert first["phase"] == "running", first
+    assert control_abort(ADDR, lab.port, lab.token, "the operator pressed stop") is True
+    record = lab.collect()
+    assert record["status"] == "failed" and "the operator pressed stop" in record["error"]
+    flows = [c for h in ("w1", "w2") for c in record["hosts"][h]["clients"]]
+    # both 60-second flows ended at the abort (not at their duration), each with what it had sent
+    assert [f["status"] for f in flows] == ["aborted", "aborted"], [f.get("error") for f in flows]
+    assert all("the operator pressed stop" in f["error"] for f in flows)
+    assert record["hosts"]["sink"]["servers"][0]["bytes"] > 0
+    assert wait_gone(lab.pids)
+
+
+def test_a_full_disk_on_a_host_still_reports_over_the_network(lab_factory, monkeypatch):
+    """w1's disk refuses its result file (ENOSPC): the result still reaches the coordinator, with the write error
+    in it, and the daemon does not crash. (The daemons are forked from this process: they inherit the patch.)"""
+    lab = lab_factory(["sink", "w1"])
+    w1_result, _pid = step_paths(lab.state_dir, _step.run_id(lab.token), "w1")
+    real = _step.write_json_atomic
+
+    def full_disk(path, data, **kw):
+        if path == w1_result:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(_step, "write_json_atomic", full_disk)
+    lab.start("sink", servers=[lab.server(1)])
+    lab.start("w1", clients=[lab.client("w1")])
+    record = lab.collect()
+    assert record["status"] == "ok", record.get("error")
+    w1 = record["hosts"]["w1"]
+    assert w1["status"] == "ok" and w1["clients"][0]["bytes"] == 20 * 10**6
+    assert "No space left on device" in w1["result_file_error"] and w1_result in w1["result_file_error"]
+    assert "result_file_error" not in record["hosts"]["sink"]
+    assert wait_gone(lab.pids)
+    assert os.listdir(lab.state_dir) == []
+
+
+NOW = time.time()
+
+
+@pytest.mark.parametrize("start_at, message", [
+    (math.inf, r"rendezvous.start_at: inf is not an instant \(not a finite number\)"),
+    ("nan", r"rendezvous.start_at: 'nan' is not an instant \(not a finite number\)"),
+    ("-inf", r"rendezvous.start_at: '-inf' is not an instant"),
+    (1_795_941_057_770, r"rendezvous.start_at: 1795941057770 looks like epoch milliseconds .* seconds: 1795941057.770"),
+    (1_795_941_057_770_000, r"rendezvous.start_at: 1795941057770000 looks like epoch microseconds"),
+    (("now", -30), r"rendezvous.start_at: .* is (29\.9|30\.\d) s in the past \(more than 1 s\)"),
+    (("now", 3600), r"rendezvous.start_at: .* is 3\d{3}\.\d s ahead, more than arm_timeout=20.0 s allows"),
+])
+def test_a_start_instant_that_cannot_be_is_refused(lab_factory, start_at, message):
+    lab = lab_factory(["sink", "w1"])
+    params = lab.params("w1", clients=[lab.client("w1")])
+    if isinstance(start_at, tuple):  # an instant relative to now (a test may start long after its collection)
+        start_at = time.time() + start_at[1]
+    params["rendezvous"]["start_at"] = start_at
+    with pytest.raises(FlowError, match=message):
+        step_module.build_part(params)
+
+
+def test_a_passed_instant_is_fine_once_the_step_is_started(lab_factory):
+    """Collecting (or stopping, or watching) a fixed-instant step happens after its instant: not refused then."""
+    lab = lab_factory(["sink", "w1"])
+    for state in ("collected", "stopped", "progress"):
+        params = lab.params("sink", state=state)
+        params["rendezvous"]["start_at"] = NOW - 600
+        assert step_module.build_part(params).rendezvous["start_at"] == NOW - 600
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"clients": [{"flow_id": "x/../../../tmp/evil"}]}, r"clients\[0\].flow_id: 'x/../../../tmp/evil' cannot name a "
+                                                        r"file on the host: it contains '/'"),
+    ({"clients": [{"flow_id": "w1\x00"}]}, r"clients\[0\].flow_id: .* control character"),
+    ({"clients": [{"flow_id": "x" * 129}]}, r"clients\[0\].flow_id: .* 129 characters long \(at most 128\)"),
+    ({"party": "..", "rendezvous": {"parties": ["sink", ".."]}}, r"party: '..' cannot name a file on the host"),
+    ({"rendezvous": {"parties": ["sink", "w1", "a/b"]}}, r"rendezvous.parties\[2\]: 'a/b' cannot name a file"),
+])
+def test_a_name_that_would_reach_a_path_is_refused(lab_factory, change, message):
+    lab = lab_factory(["sink", "w1"])
+    params = lab.params("w1", clients=[lab.client("w1")])
+    for key, value in change.items():
+        if key == "rendezvous":
+            params["rendezvous"].update(value)
+        elif key == "clients":
+            params["clients"] = [dict(lab.client("w1"), **c) for c in value]
+        else:
+            params[key] = value
+    with pytest.raises(FlowError, match=message):
+        step_module.build_part(params)
+
+
+def test_the_token_is_never_logged():
+    assert step_module.ARGUMENT_SPEC["token"]["no_log"] is True
+
+
+def _pid_file(lab, party, info):
+    _result, pid_path = step_paths(lab.state_dir, _step.run_id(lab.token), party)
+    os.makedirs(lab.state_dir, exist_ok=True)
+    with open(pid_path, "w") as handle:
+        json.dump(dict(info, run=_step.run_id(lab.token)), handle)
+
+
+def test_stop_never_signals_a_reused_pid_nor_one_it_cannot_verify(lab_factory):
+    """The PID in the file runs (it is this test's own process), but it is not the step's part: a start time that
+    differs (a reused PID) is never signalled; a PID file without one (an older version's) is reported instead."""
+    lab = lab_factory(["sink", "w1"])
+    signals = []
+
+    def kill(pid, sig):
+        signals.append((pid, sig))
+
+    from ansible_collections.aifabric.lab.plugins.module_utils import _proc
+
+    mine = _proc.identity()
+    _pid_file(lab, "w1", dict(mine, start_ticks=mine["start_ticks"] + 12345))
+    out = _step.stop(lab.part("w1", state="stopped"), lab.state_dir, wait=0.2, kill=kill)
+    assert signals == [] and out["signal"] is None and "not_signalled" not in out
+    _pid_file(lab, "w1", {"pid": os.getpid(), "started_at": 1.0})
+    out = _step.stop(lab.part("w1", state="stopped"), lab.state_dir, wait=0.2, kill=kill)
+    assert signals == [] and out["signal"] is None
+    assert out["not_signalled"].startswith("process %d still runs, but its PID file" % os.getpid())
+    assert os.listdir(lab.state_dir) == []
+
+
+def test_a_pid_file_holds_the_process_identity(lab_factory):
+    lab = lab_factory(["sink", "w1"])
+    started = lab.start("w1", clients=[lab.client("w1")], arm_timeout=5.0)
+    _result, pid_path = step_paths(lab.state_dir, _step.run_id(lab.token), "w1")
+    with open(pid_path) as handle:
+        info = json.load(handle)
+    from ansible_collections.aifabric.lab.plugins.module_utils import _proc
+
+    assert info["pid"] == started["pid"] and _proc.same_process(info)
+    assert info["start_ticks"] == _proc.start_ticks(started["pid"]) and info["run"] == _step.run_id(lab.token)
+    out = _step.stop(lab.part("w1", state="stopped"), lab.state_dir)
+    assert out["signal"] == "SIGTERM" and wait_gone([started["pid"]])

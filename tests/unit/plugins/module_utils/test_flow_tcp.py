@@ -95,7 +95,8 @@ def test_wrong_token_is_refused_and_listed():
     thread.join(5)
     assert result["status"] == "error"
     assert "refused the flow: wrong run token" in result["error"]
-    assert server["rejected"] == [{"peer": ADDR, "reason": "wrong run token"}]
+    assert [(r["peer"], r["reason"], r["count"]) for r in server["rejected"]] == [(ADDR, "wrong run token", 1)]
+    assert server["rejected_total"] == 1
     assert server["status"] == "error" and "deadline reached" in server["error"]
 
 
@@ -140,7 +141,7 @@ def test_an_armed_flow_can_be_aborted_before_it_fires():
     thread, server = serve_in_thread(port, timeout=5.0)
     flow = TcpEngine().client(FlowSpec(role="client", address=ADDR, port=port, token="tok", volume=10**9,
                                        flow_id="w1", timeout=5))
-    assert flow.arm(time.time() + 5) is True
+    assert flow.arm(time.monotonic() + 5) is True
     flow.abort("the step was aborted: w2 did not arm")
     result = flow.fire(time.time())
     flow.close()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
+from ansible_collections.aifabric.lab.plugins.module_utils._flow import perftest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.perftest_cli import (
     PerftestError,
     build_argv,
     find_gid_index,
     parse_json,
     parse_text,
+    supports_bind,
 )
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -165,3 +168,103 @@ def test_argv_refuses_bad_values(kwargs, message):
     args.update(kwargs)
     with pytest.raises((PerftestError, ValueError), match=message):
         build_argv(**args)
+
+
+# -- where a server listens --------------------------------------------------------------------------------------------
+# The help excerpts are perftest's own usage() lines (src/perftest_parameters.c): 4.5-0.20 (Debian 12) offers
+# "--source_ip", a name its raw Ethernet option shadows (getopt_long takes the first), so the server cannot be told
+# an address; 23.07 renamed it "--bind_source_ip", which binds the server's TCP port (and RDMA CM listener).
+@pytest.mark.parametrize("name, can", [("4.5_help_excerpt.txt", False), ("26.04_help_excerpt.txt", True)])
+def test_which_perftest_can_bind_its_server(name, can):
+    assert supports_bind(fixture(name)) is can
+
+
+def test_a_server_that_can_bind_is_given_the_lab_address():
+    argv = build_argv("ib_write_bw", "rxe0", gid_index=1, iterations=200, tcp_port=18600, bind_address="198.18.0.1")
+    assert argv[argv.index("--bind_source_ip"):][:2] == ["--bind_source_ip", "198.18.0.1"]
+    with pytest.raises(ValueError):
+        build_argv("ib_write_bw", "rxe0", iterations=200, bind_address="sink")
+
+
+def _fake_tool(tmp_path, monkeypatch, help_name):
+    """An ib_write_bw on PATH that prints a real help excerpt (the engine asks the tool itself)."""
+    tool = tmp_path / "bin" / "ib_write_bw"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\nexec /bin/cat '%s'\n" % os.path.join(FIX, "perftest", help_name))
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tool.parent))
+    monkeypatch.setattr(perftest, "_BIND_SUPPORT", {})
+
+
+@pytest.mark.parametrize("name, can", [("4.5_help_excerpt.txt", False), ("26.04_help_excerpt.txt", True)])
+def test_the_engine_asks_the_tool_whether_it_can_bind(tmp_path, monkeypatch, name, can):
+    _fake_tool(tmp_path, monkeypatch, name)
+    assert perftest.bind_support("ib_write_bw") is can
+    assert perftest.bind_support("rm") is False  # not a perftest tool: never run
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("bound", [True, False])
+def test_a_taken_port_is_caught_before_the_step_and_named(bound):
+    """Three servers on ports p..p+2; p+1 is taken (a listener on the address): perftest binding the address, or
+    every interface, would fail there."""
+    port = _free_port()
+    while True:  # p+1 free for the holder, p and p+2 free for the check
+        try:
+            holder = socket.socket()
+            holder.bind(("127.0.0.1", port + 1))
+            break
+        except OSError:
+            holder.close()
+            port = _free_port()
+    holder.listen(1)
+    try:
+        with pytest.raises(OSError, match=r"TCP port %d on %s \(where ib_write_bw server 2 of 3 will listen\) is "
+                                          r"taken: .*; free it or choose another port"
+                                          % (port + 1, "127.0.0.1" if bound else "0.0.0.0")):
+            perftest.check_ports("127.0.0.1", [port, port + 1, port + 2], bound, "ib_write_bw")
+    finally:
+        holder.close()
+    perftest.check_ports("127.0.0.1", [port, port + 1, port + 2], bound, "ib_write_bw")  # free again: fine
+
+
+def test_ports_beyond_65535_are_named():
+    with pytest.raises(OSError, match="TCP port 65536 .* is not a port"):
+        perftest.check_ports("127.0.0.1", [65535, 65536], True)
+
+
+def test_listen_fails_on_a_taken_port_in_the_modules_process(tmp_path, monkeypatch):
+    """What flow_step's start (and the flow module) runs before the step: the tool (a fake one that prints 26.04's
+    help), the device (against the soft-RoCE sysfs fixture), then the servers' TCP ports."""
+    from ansible_collections.aifabric.lab.plugins.module_utils import _rdma_sysfs
+    from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec, PerftestOptions
+
+    _fake_tool(tmp_path, monkeypatch, "26.04_help_excerpt.txt")
+    real = _rdma_sysfs.require
+    monkeypatch.setattr(perftest._rdma, "require", lambda wanted, parameter: real(
+        wanted, root=os.path.join(FIX, "sysfs", "rxe"), parameter=parameter))
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    spec = FlowSpec(role="server", address="127.0.0.1", port=port, token="t", expected_clients=1, volume=10**6,
+                    perftest=PerftestOptions(device="rxe0"))
+    try:
+        with pytest.raises(OSError, match="TCP port %d on 127.0.0.1 .* is taken" % port):
+            perftest.PerftestEngine().listen(spec)
+    finally:
+        holder.close()
+    assert perftest.PerftestEngine().listen(spec) is None  # free: the server may start
+    spec.perftest = PerftestOptions(device="rxe0", rdma_cm=True)
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port))
+    holder.listen(1)
+    try:  # with rdma_cm the port is the RDMA CM's, not a kernel TCP port: not bind-tested
+        assert perftest.PerftestEngine().listen(spec) is None
+    finally:
+        holder.close()
