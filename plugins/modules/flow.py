@@ -81,6 +81,15 @@ options:
     description: With O(engine=perftest), connect the QPs through the RDMA connection manager (perftest's C(-R)).
     type: bool
     default: false
+  qp_timeout:
+    description:
+      - With O(engine=perftest), the queue pairs' retransmission timeout, 4.096 us x 2^N (perftest's C(-u); its default
+        14 is 67 ms). Raise it where an ACK can take longer than that without any loss, for example soft-RoCE in
+        emulated guests behind a shaper at Mb/s rates (the VM lab uses 18, about 1.07 s): a timer that fires on a late
+        ACK resends what arrived, counted as C(completer_retry_err) on the sender and C(duplicate_request) on the
+        receiver.
+    type: int
+    version_added: 0.5.0
   rate_limit:
     description:
       - With O(engine=perftest) on a client, perftest's software rate limiter (C(--rate_limit --rate_units=g

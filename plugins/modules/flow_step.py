@@ -111,6 +111,13 @@ options:
         description: Connect the QPs through the RDMA connection manager (perftest's C(-R)).
         type: bool
         default: false
+      qp_timeout:
+        description:
+          - The queue pairs' retransmission timeout, 4.096 us x 2^N (perftest's C(-u); its default 14 is 67 ms). Raise
+            it where an ACK can take longer than that without any loss (soft-RoCE in emulated guests behind a shaper at
+            Mb/s rates: the VM lab uses 18, about 1.07 s).
+        type: int
+        version_added: 0.5.0
   servers: &servers
     description: The flow servers this host runs for the step.
     type: list

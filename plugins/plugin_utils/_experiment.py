@@ -64,7 +64,8 @@ _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", 
           "fabric"}
 _FABRIC_KNOWN = ("hash", "seed", "placement", "port_seed")
 _NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
-_PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm")  # flow_step's perftest options
+_PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm",
+                  "qp_timeout")  # flow_step's perftest options
 
 
 def _address(hostvars, host):

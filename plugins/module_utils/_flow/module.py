@@ -27,6 +27,7 @@ ARGUMENT_SPEC = dict(
     msg_size=dict(type="int", default=_PERFTEST.msg_size),
     qps=dict(type="int", default=_PERFTEST.qps),
     rdma_cm=dict(type="bool", default=_PERFTEST.rdma_cm),
+    qp_timeout=dict(type="int"),
     rate_limit=dict(type="str"),
     role=dict(type="str", required=True, choices=["server", "client"]),
     state=dict(type="str", default="started", choices=["started", "stopped"]),

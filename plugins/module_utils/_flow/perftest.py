@@ -193,7 +193,8 @@ class PerftestClient(ClientFlow):
             iterations = _iterations(spec, self.opts.msg_size)
             self.argv = build_argv(self.opts.tool, self.opts.device, self.opts.ib_port, self.opts.gid_index,
                                    self.opts.msg_size, iterations, spec.duration, self.opts.qps, spec.port,
-                                   spec.address, self.opts.rdma_cm, rate_limit_gbps=self.opts.rate_limit_gbps)
+                                   spec.address, self.opts.rdma_cm, rate_limit_gbps=self.opts.rate_limit_gbps,
+                                   qp_timeout=self.opts.qp_timeout)
         except (FlowError, PerftestError) as exc:
             self.result["error"] = str(exc)
             return False
@@ -322,7 +323,7 @@ class PerftestEngine(FlowEngine):
             bound = bind_support(opts.tool)
             argvs = [build_argv(opts.tool, opts.device, opts.ib_port, opts.gid_index, opts.msg_size,
                                 iterations, spec.duration, opts.qps, port, None, opts.rdma_cm,
-                                bind_address=spec.address if bound else None)
+                                bind_address=spec.address if bound else None, qp_timeout=opts.qp_timeout)
                      for port in server_ports(spec)]
         except (FlowError, PerftestError) as exc:
             result["error"] = str(exc)

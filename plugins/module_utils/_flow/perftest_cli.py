@@ -38,6 +38,7 @@ class PerftestOptions:
     msg_size: int = 65536
     qps: int = 1
     rdma_cm: bool = False
+    qp_timeout: int | None = None  # perftest's -u: the QP's retransmission timeout, 4.096 us x 2^N (perftest: 14)
     rate_limit_gbps: float | None = None
 
     @classmethod
@@ -187,7 +188,7 @@ def supports_bind(help_text):
 
 def build_argv(tool, device, ib_port=DEFAULTS.ib_port, gid_index=None, size=DEFAULTS.msg_size, iterations=None,
                duration=None, qps=DEFAULTS.qps, tcp_port=18515, server=None, rdma_cm=DEFAULTS.rdma_cm,
-               report_gbits=True, rate_limit_gbps=None, bind_address=None):
+               report_gbits=True, rate_limit_gbps=None, bind_address=None, qp_timeout=None):
     """The perftest command line as an argument list (never a shell string); every value validated. ``bind_address``:
     the address a server binds to (``--bind_source_ip``; only for a perftest that has it, see ``supports_bind``)."""
     if tool not in TOOLS:
@@ -205,6 +206,11 @@ def build_argv(tool, device, ib_port=DEFAULTS.ib_port, gid_index=None, size=DEFA
         argv += ["-x", str(int(gid_index))]
     if rdma_cm:
         argv.append("-R")
+    if qp_timeout is not None:
+        if isinstance(qp_timeout, bool) or not isinstance(qp_timeout, int) or not 1 <= qp_timeout <= 31:
+            raise PerftestError("qp_timeout: %r must be a whole number from 1 to 31 (the QP's retransmission timeout "
+                                "is 4.096 us x 2^qp_timeout; perftest's default 14 is 67 ms)" % (qp_timeout,))
+        argv += ["-u", str(qp_timeout)]
     if report_gbits:
         argv.append("--report_gbits")
     if iterations is not None:

@@ -57,6 +57,7 @@ ARGUMENT_SPEC = dict(
         msg_size=dict(type="int", default=_PERFTEST.msg_size),
         qps=dict(type="int", default=_PERFTEST.qps),
         rdma_cm=dict(type="bool", default=_PERFTEST.rdma_cm),
+        qp_timeout=dict(type="int"),
     )),
     servers=dict(type="list", elements="dict", default=[], options=_SERVER),
     clients=dict(type="list", elements="dict", default=[], options=_CLIENT),

@@ -148,6 +148,12 @@ def test_argv_client_and_server():
                         rate_limit_gbps=2)
     assert client[-1] == "198.18.0.1" and "-R" in client and ["-D", "10"] == client[client.index("-D"):][:2]
     assert "--rate_limit=2" in client and "--rate_limit_type=SW" in client
+    assert "-u" not in client  # perftest's own timeout unless asked
+
+
+def test_argv_qp_timeout_is_perftests_u():
+    argv = build_argv("ib_write_bw", "rxe0", iterations=100, qp_timeout=18, server="198.18.100.1")
+    assert argv[argv.index("-u") + 1] == "18" and argv[-1] == "198.18.100.1"
 
 
 @pytest.mark.parametrize(
@@ -161,6 +167,9 @@ def test_argv_client_and_server():
         ({"tcp_port": 70000}, "tcp_port"),
         ({"server": "sink"}, "does not appear to be an IPv4 or IPv6 address"),
         ({"rate_limit_gbps": 0}, "rate_limit"),
+        ({"qp_timeout": 0}, "qp_timeout: 0 must be a whole number from 1 to 31"),
+        ({"qp_timeout": 32}, "qp_timeout"),
+        ({"qp_timeout": True}, "qp_timeout"),
     ],
 )
 def test_argv_refuses_bad_values(kwargs, message):
