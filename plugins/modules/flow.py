@@ -85,7 +85,7 @@ options:
     description:
       - With O(engine=perftest), the queue pairs' retransmission timeout, 4.096 us x 2^N (perftest's C(-u); its default
         14 is 67 ms). Raise it where an ACK can take longer than that without any loss, for example soft-RoCE in
-        emulated guests behind a shaper at Mb/s rates (the VM lab uses 18, about 1.07 s): a timer that fires on a late
+        emulated guests behind a shaper at Mb/s rates (the VM lab uses 18, about 1.07 s); a timer that fires on a late
         ACK resends what arrived, counted as C(completer_retry_err) on the sender and C(duplicate_request) on the
         receiver.
     type: int

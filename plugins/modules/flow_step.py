@@ -37,6 +37,7 @@ requirements:
 extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.attributes.action_group_flows
+  - aifabric.lab.owner
 attributes:
   check_mode:
     support: full
@@ -115,7 +116,7 @@ options:
         description:
           - The queue pairs' retransmission timeout, 4.096 us x 2^N (perftest's C(-u); its default 14 is 67 ms). Raise
             it where an ACK can take longer than that without any loss (soft-RoCE in emulated guests behind a shaper at
-            Mb/s rates: the VM lab uses 18, about 1.07 s).
+            Mb/s rates; the VM lab uses 18, about 1.07 s).
         type: int
         version_added: 0.5.0
   servers: &servers

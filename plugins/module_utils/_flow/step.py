@@ -91,6 +91,7 @@ class HostPart:
     arm_timeout: float = 60.0
     timeout: float = 300.0
     step: str | None = None
+    owner: dict | None = None  # the experiment that holds this part (module_utils/_owner.py), kept in its PID file
 
     @property
     def run(self):
@@ -423,7 +424,7 @@ def start(part, state_dir, close=()):
     arm_deadline_wall = time.time() + part.arm_timeout
 
     def announce(pid):
-        write_json_atomic(pid_path, pid_record(pid, part.run))
+        write_json_atomic(pid_path, pid_record(pid, part.run, **({"owner": part.owner} if part.owner else {})))
 
     def run():
         daemon = _Daemon(part, listeners, coordinator_listener, arm_deadline, state_dir)

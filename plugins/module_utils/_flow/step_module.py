@@ -9,6 +9,8 @@ import re
 
 from .. import _netns_enter as _netns
 from .. import _units
+from .._owner import OWNER_OPTIONS, OwnerError
+from .._owner import validate as validate_owner
 from . import step as _step
 from .engine import FlowError, FlowSpec, PerftestOptions, check_start_window, parse_instant
 from .engine import check_address as _check_address
@@ -88,6 +90,7 @@ ARGUMENT_SPEC = dict(
     progress=dict(type="bool", default=False),
     watch=dict(type="bool", default=False),
     state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
+    owner=dict(type="dict", options=OWNER_OPTIONS),
 )
 
 
@@ -109,6 +112,13 @@ def _name(value, where):
     try:
         return check_name(value, where)
     except UnsafeName as exc:
+        raise FlowError(str(exc)) from None
+
+
+def _owner(owner):
+    try:
+        return validate_owner(owner)
+    except OwnerError as exc:
         raise FlowError(str(exc)) from None
 
 
@@ -161,7 +171,8 @@ def build_part(params):
     grace = _step.GRACE
     part = _step.HostPart(party=params["party"], token=params["token"], engine=params["engine"],
                           rendezvous=rdv, arm_timeout=params["arm_timeout"], timeout=params["timeout"],
-                          step=params.get("step"), counters=params.get("counters"))
+                          step=params.get("step"), counters=params.get("counters"),
+                          owner=_owner(params.get("owner")))
     for i, srv in enumerate(params["servers"]):
         where = "servers[%d]" % i
         if srv["expected_clients"] < 1:

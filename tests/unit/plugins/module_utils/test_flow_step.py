@@ -474,3 +474,20 @@ def test_a_pid_file_holds_the_process_identity(lab_factory):
     assert info["start_ticks"] == _proc.start_ticks(started["pid"]) and info["run"] == _step.run_id(lab.token)
     out = _step.stop(lab.part("w1", state="stopped"), lab.state_dir)
     assert out["signal"] == "SIGTERM" and wait_gone([started["pid"]])
+
+
+def test_the_owner_of_a_part_is_kept_in_its_pid_file_for_lab_leftovers(lab_factory):
+    from ansible_collections.aifabric.lab.plugins.module_utils import _owner
+
+    lab = lab_factory(["sink", "w1"])
+    owner = {"id": "exp-1", "controller": {"host": "ctl", "pid": 4242, "start_ticks": 7, "boot_id": "b"},
+             "lease_until": 1795941057.0}
+    started = lab.start("w1", clients=[lab.client("w1")], arm_timeout=5.0, owner=owner)
+    _result, pid_path = step_paths(lab.state_dir, _step.run_id(lab.token), "w1")
+    with open(pid_path) as handle:
+        info = json.load(handle)
+    assert info["owner"] == owner and _owner.describe(info["owner"]) == "experiment exp-1 (controller ctl pid 4242)"
+    _step.stop(lab.part("w1", state="stopped"), lab.state_dir)
+    assert wait_gone([started["pid"]])
+    with pytest.raises(FlowError, match=r"owner.lease_until: 1795941057000.0 looks like epoch milliseconds"):
+        lab.part("w1", owner=dict(owner, lease_until=1795941057000.0))
