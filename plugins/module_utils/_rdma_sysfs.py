@@ -99,8 +99,17 @@ def gid_table(device, port, root="/"):
                 netdev = handle.read().strip()
         except OSError:
             netdev = None
-        entry = {"index": int(name), "gid": str(gid), "type": kind, "netdev": netdev}
+        entry = {"index": int(name), "gid": _gid_text(gid), "type": kind, "netdev": netdev}
         if gid.ipv4_mapped:
             entry["ipv4"] = str(gid.ipv4_mapped)
         table.append(entry)
     return table
+
+
+def _gid_text(gid):
+    """A GID as text, the same on every Python: an IPv4-mapped GID in hex groups (``::ffff:c612:6401``, as Python
+    before 3.13 and the kernel's own tools write it; 3.13 writes ``::ffff:198.18.100.1``)."""
+    if gid.ipv4_mapped is None:
+        return str(gid)
+    value = int(gid)
+    return "::ffff:%x:%x" % (value >> 16 & 0xFFFF, value & 0xFFFF)
