@@ -146,7 +146,7 @@ for v in "${versions[@]}"; do
       > "$venv/units.log" 2>&1; then units=passed
   else units=FAILED; tail -40 "$venv/units.log"; fi
   units_s=$((SECONDS - start))
-  summary=$(tail -n1 "$venv/units.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//')
+  summary=$(tail -n1 "$venv/units.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
   echo "ansible-core $v: units $units in $units_s s ($summary)"
   [ "$sanity" != FAILED ] && [ "$units" = passed ] || failed=$((failed + 1))
   rows+=("$v|$pyv|$sanity|$units: $summary|$sanity_s|$units_s")
@@ -176,17 +176,17 @@ for h in "${hosts[@]}"; do
   if PATH="$host_core_venv/bin:$PATH" bash tests/matrix/host-units.sh "$h" > "$log" 2>&1; then units=passed
   else units=FAILED; tail -40 "$log"; fi
   units_s=$((SECONDS - start))
-  summary=$(tail -n1 "$log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//')
+  summary=$(tail -n1 "$log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
   echo "host Python $h: units (module_utils of ansible-core $core) $units in $units_s s ($summary)"
   [ "$sanity" = passed ] && [ "$units" = passed ] || failed=$((failed + 1))
   rows+=("host $h|$("$found" -V | cut -d' ' -f2)|compile, import: $sanity|$units: $summary|$sanity_s|$units_s")
 done
 
 echo
-printf '%-14s %-10s %-22s %-42s %9s %8s\n' "ansible-core" "Python" "sanity" "units" "sanity s" "units s"
+printf '%-13s %-9s %-24s %-46s %8s %7s\n' "ansible-core" "Python" "sanity" "units" "sanity s" "units s"
 for r in "${rows[@]}"; do
   IFS='|' read -r v py s u ss us <<<"$r"
-  printf '%-14s %-10s %-22s %-42s %9s %8s\n' "$v" "$py" "$s" "$u" "$ss" "$us"
+  printf '%-13s %-9s %-24s %-46s %8s %7s\n' "$v" "$py" "$s" "$u" "$ss" "$us"
 done
 if [ ${#skipped[@]} -gt 0 ]; then
   echo "skipped (this machine lacks the Python): $(printf '%s; ' "${skipped[@]}" | sed 's/; $//')"
