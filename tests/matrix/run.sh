@@ -96,7 +96,7 @@ for v in "${versions[@]}"; do
   python=$(bash tests/matrix/find-python.sh ${prefs//,/ }) || {
     echo "ansible-core $v: SKIPPED: this machine has no Python ${prefs//,/ or } (pyenv's versions, /usr/bin, PATH)"
     skipped+=("ansible-core $v (needs Python ${prefs//,/ or })")
-    rows+=("$v|none of ${prefs}|SKIPPED|SKIPPED||"); continue
+    rows+=("$v|none|SKIPPED|SKIPPED||"); continue
   }
   venv="$root/.matrix/ansible-core-$v"
   pyv=$("$python" -V 2>&1 | cut -d' ' -f2)
