@@ -3,7 +3,23 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-PYTHON      ?= /usr/bin/python3
+# .venv's Python: the first of the newest ansible-core's Pythons (the last line of tests/matrix/ansible-core.txt:
+# 3.13, then 3.12) found in pyenv's versions, /usr/bin or PATH (tests/matrix/find-python.sh); on a machine with none of
+# them (a bare Debian 12: 3.11), /usr/bin/python3, and .venv runs the newest ansible-core of the matrix that supports
+# that Python. `make setup PYTHON=/path/to/python3.12` chooses one.
+MATRIX         := tests/matrix/ansible-core.txt
+SPACE          := $() $()
+NEWEST_CORE    := $(shell awk '/^[0-9]/ {v = $$1} END {print v}' $(MATRIX))
+NEWEST_PYTHONS := $(shell awk '/^[0-9]/ {p = $$2} END {gsub(",", " ", p); print p}' $(MATRIX))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(shell bash tests/matrix/find-python.sh $(NEWEST_PYTHONS)),/usr/bin/python3)
+endif
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null)
+# the ansible-core .venv runs: the newest of the matrix whose supported controller Pythons (third column) hold PYTHON's
+CORE := $(shell awk -v v=$(PYTHON_VERSION) 'BEGIN {split(v, p, "."); m = p[2] + 0} \
+  /^[0-9]/ {split($$3, r, "-"); split(r[1], lo, "."); split(r[2], hi, "."); if (m >= lo[2] + 0 && m <= hi[2] + 0) c = $$1} \
+  END {print c}' $(MATRIX))
+PY_STAMP    := .stamps/python-$(PYTHON_VERSION)-$(subst /,_,$(PYTHON))
 VENV        := $(CURDIR)/.venv
 BIN         := $(VENV)/bin
 COLLECTIONS := $(CURDIR)/.collections
@@ -17,10 +33,15 @@ export AIFABRIC_VMLAB_CACHE := $(VMLAB_CACHE)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
+# `make lab-up LAB_VARS='lab_line_rate=4gbit'`: variables for the lab's playbooks, key=value words (make's own -e is
+# something else: it lets the environment override the Makefile)
+LAB_VARS    ?=
+LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
 .PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
-        history history-rebuild compare fabric-demo fabric-seeds census test-matrix docs release ee
+        history history-rebuild compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
+        clean-vmlab
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -47,17 +68,35 @@ endef
 .stamps/apt-test: Makefile
 	$(call apt_ensure,$(TEST_PKGS))
 
-.stamps/venv: requirements.txt constraints.txt .stamps/apt
+# a new stamp whenever PYTHON (its path or version) changes, so that .venv is made again with it
+$(PY_STAMP):
+	@mkdir -p .stamps && rm -f .stamps/python-* && touch $@
+
+# constraints.txt with .venv's ansible-core: the pinned newest, or the newest the found Python runs
+.stamps/constraints.txt: constraints.txt $(MATRIX) $(PY_STAMP)
+	@test -n "$(PYTHON_VERSION)" || { echo "make: $(PYTHON) does not run (PYTHON=...)"; exit 1; }
+	@test -n "$(CORE)" || { echo "make: no ansible-core of $(MATRIX) supports Python $(PYTHON_VERSION) ($(PYTHON))"; \
+	  exit 1; }
+	@sed 's/^ansible-core==.*/ansible-core==$(CORE)/' constraints.txt > $@
+	@if [ "$(CORE)" != "$(NEWEST_CORE)" ]; then \
+	  echo "make: .venv runs ansible-core $(CORE) on $(PYTHON) ($(PYTHON_VERSION)), not the newest $(NEWEST_CORE)," \
+	    "which needs Python $(subst $(SPACE), or ,$(NEWEST_PYTHONS)) (none found, or PYTHON chose another);" \
+	    "the matrix skips the versions whose Pythons this machine lacks"; fi
+
+.stamps/venv: requirements.txt .stamps/constraints.txt .stamps/apt
+	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')" \
+	  != "$(PYTHON_VERSION)" ]; then echo "make: .venv is made again, on $(PYTHON) ($(PYTHON_VERSION))"; \
+	  rm -rf $(VENV); fi
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -r requirements.txt ansible-core
+	@$(BIN)/pip install -q --disable-pip-version-check -c .stamps/constraints.txt -r requirements.txt ansible-core
 	@touch $@
 
-.stamps/venv-test: requirements-test.txt constraints.txt .stamps/venv .stamps/apt-test
-	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-test.txt
+.stamps/venv-test: requirements-test.txt .stamps/constraints.txt .stamps/venv .stamps/apt-test
+	@$(BIN)/pip install -q --disable-pip-version-check -c .stamps/constraints.txt -r requirements-test.txt
 	@touch $@
 
 .stamps/venv-docs: requirements-docs.txt .stamps/venv-test
-	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-docs.txt
+	@$(BIN)/pip install -q --disable-pip-version-check -c .stamps/constraints.txt -r requirements-docs.txt
 	@touch $@
 
 $(COLL_LINK):
@@ -68,9 +107,9 @@ setup: .stamps/venv $(COLL_LINK) ## install what the demo needs (apt, pinned pip
 
 setup-test: setup .stamps/venv-test .stamps/venv-docs ## install the test tooling too (and Sphinx for the docsite)
 
-demo: setup ## run the seed's barrier experiment on the embedded netns lab (UNTHROTTLED=1: nobody throttled)
+demo: setup ## run the seed's barrier experiment on the embedded netns lab (UNTHROTTLED=1: nobody throttled; LAB_VARS)
 	@trap 'ansible-playbook playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
-	  ansible-playbook playbooks/demo.yml $(if $(UNTHROTTLED),-e '{"barrier_throttles": {}}')
+	  ansible-playbook playbooks/demo.yml $(if $(UNTHROTTLED),-e '{"barrier_throttles": {}}') $(LAB_EXTRA)
 
 fabric-demo: setup ## elephants on a 2-leaf, 4-spine fabric: collisions, and what spreads them, side by side
 	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \
@@ -86,8 +125,8 @@ census: setup ## the seed's census: the barrier step with mice beside it, the si
 	  ansible-playbook playbooks/lab_up.yml >/dev/null && \
 	  ansible-playbook playbooks/census.yml -e experiment_progress=false
 
-lab-up: setup ## bring the netns lab up (and leave it up)
-	ansible-playbook playbooks/lab_up.yml
+lab-up: setup ## bring the netns lab up, or change it in place (LAB_VARS='lab_line_rate=4gbit lab_mtu=1500')
+	ansible-playbook playbooks/lab_up.yml $(LAB_EXTRA)
 
 lab-down: setup ## remove the netns lab
 	ansible-playbook playbooks/lab_down.yml
@@ -129,8 +168,8 @@ vmlab-test: vmlab-setup setup-test ## the VM tier of the tests alone
 test: setup-test .stamps/apt-vmlab ## run the whole test suite (lint, sanity, units, ansible-core matrix, integration, molecule, VM lab)
 	@bash tests/run-all.sh
 
-test-matrix: setup-test ## sanity and units against every supported ansible-core, each in its own venv (V="2.17.14 ...")
-	bash tests/matrix/run.sh $(V)
+test-matrix: setup-test ## every ansible-core's units, sanity on the ends, the hosts' Pythons (V=, SANITY=all)
+	bash tests/matrix/run.sh $(if $(SANITY),--sanity $(SANITY)) $(V)
 
 docs: setup-test ## build the collection's docsite (antsibull-docs, Sphinx) into build/docsite/build/html
 	bash docs/docsite/build.sh
@@ -172,3 +211,18 @@ install-check: setup-test ## build the collection, install it into an empty path
 build: setup ## build the collection tarball into build/
 	@mkdir -p build
 	ansible-galaxy collection build --force --output-path build .
+
+# What make made in the checkout. runs/ holds measurements: `make clean` keeps it unless CONFIRM=1 (or make clean-runs);
+# the VM image in $(VMLAB_CACHE) is only removed by make clean-vmlab.
+clean: ## remove .venv, .collections, .stamps, .matrix, build/ (runs/ too with CONFIRM=1)
+	rm -rf $(VENV) $(COLLECTIONS) .stamps .matrix build .ansible tests/output
+	@if [ "$(CONFIRM)" = 1 ]; then rm -rf runs && echo "runs/ removed"; \
+	elif [ -d runs ]; then echo "runs/ kept ($$(find runs -mindepth 1 -maxdepth 1 -type d | wc -l) runs):" \
+	  "make clean CONFIRM=1 or make clean-runs removes it"; fi
+
+clean-runs: ## remove runs/: every run's measurements, reports and the history (runs/history.sqlite)
+	rm -rf runs
+
+clean-vmlab: ## stop the VM-lab guests, remove $(VMLAB_CACHE) (image, SSH key: make vmlab-image builds them again)
+	bash lab/vm/vm.sh stop
+	rm -rf $(VMLAB_CACHE)

@@ -28,8 +28,9 @@ description:
     unreachable is reported as failed with the hosts and causes, and no step time is computed over the survivors.
   - How the step started is reported beside it - the measured margin, the probe rounds, how long the hosts took to arm,
     each flow's lateness against the bound.
-  - Each flow's result is written to the run directory the moment it arrives (atomically), then C(report.json) and
-    C(report.txt) at the end. C(playbooks/render_report.yml) rebuilds a report from a run directory.
+  - Each flow's result is written to the run directory the moment it arrives (atomically), and at the end the report
+    in seven files - C(report.json), C(report.txt), C(report.md), C(report.html), C(flows.csv), C(steps.csv) and
+    C(junit.xml) (C(docs/reports.md)). C(playbooks/render_report.yml) rebuilds them from a run directory.
 requirements:
   - jinja2
 options:

@@ -19,9 +19,25 @@ if [ "$unreleased" -eq 0 ] && [ "$(basename "$tarball")" != "aifabric-lab-$lates
 fi
 echo "version: $(basename "$tarball" .tar.gz | cut -d- -f3) (changelog: latest release $latest, $unreleased unreleased fragments)"
 listing=$(tar tzf "$tarball")
-for f in CHANGELOG.md changelogs/changelog.yaml meta/execution-environment.yml requirements.txt bindep.txt; do
+for f in CHANGELOG.md changelogs/changelog.yaml meta/execution-environment.yml requirements.txt bindep.txt \
+         LICENSES/GPL-3.0-or-later.txt; do
   grep -qx "$f" <<<"$listing" || { echo "the tarball lacks $f"; exit 1; }
 done
+# The licence: the SPDX identifier in the manifest (galaxy.yml's license), and its full text, which every file's
+# header points to, inside the tarball: the GPL v3 itself, whole (Debian's copy where there is one).
+tar xzf "$tarball" -C "$work" MANIFEST.json LICENSES/GPL-3.0-or-later.txt
+python -c "import json, sys; info = json.load(open(sys.argv[1]))['collection_info']
+assert info['license'] == ['GPL-3.0-or-later'], info['license']" "$work/MANIFEST.json" \
+  || { echo "MANIFEST.json: the licence is not GPL-3.0-or-later"; exit 1; }
+licence="$work/LICENSES/GPL-3.0-or-later.txt"
+grep -q "GNU GENERAL PUBLIC LICENSE" "$licence" && grep -q "Version 3, 29 June 2007" "$licence" \
+  && grep -q "END OF TERMS AND CONDITIONS" "$licence" \
+  || { echo "the tarball's licence is not the GPL v3 text"; exit 1; }
+if [ -e /usr/share/common-licenses/GPL-3 ]; then
+  cmp -s "$licence" /usr/share/common-licenses/GPL-3 \
+    || { echo "the licence differs from /usr/share/common-licenses/GPL-3"; exit 1; }
+fi
+echo "licence: GPL-3.0-or-later in MANIFEST.json, its full text in LICENSES/GPL-3.0-or-later.txt ($(wc -l < "$licence") lines)"
 if tar tzf "$tarball" | grep -E '^(\.venv|\.collections|\.stamps|runs|build)/' ; then echo "build_ignore let these in"; exit 1; fi
 ansible-galaxy collection install --force -p "$work/collections" "$tarball" >/dev/null 2>&1
 cd "$work"   # away from the checkout's ansible.cfg
@@ -58,6 +74,13 @@ echo "execution environment: context written ($(find "$work/ee" -type f | wc -l)
   "collection: $(wc -l < "$work/ee-pip.txt") Python and $(grep -c 'aifabric.lab' "$work/ee-bindep.txt") system requirements," \
   "of which an EE installs: $ee_system"
 echo "installed collection: ansible-doc, a module (check mode), a filter and the callback load from $work/collections"
+# The README's path for a user of the installed collection: its playbooks by name, with its netns inventory.
+installed="$work/collections/ansible_collections/aifabric/lab"
+for pb in aifabric.lab.lab_up aifabric.lab.barrier aifabric.lab.demo aifabric.lab.lab_down; do
+  ansible-playbook -i "$installed/inventories/netns/hosts.yml" --list-tasks "$pb" > "$work/list.log" 2>&1 \
+    || { cat "$work/list.log"; echo "ansible-playbook $pb does not load from the installed collection"; exit 1; }
+done
+echo "playbooks by name: aifabric.lab.lab_up, barrier, demo and lab_down load from it (--list-tasks)"
 # The action groups (meta/runtime.yml): options set once in module_defaults reach each module of the group.
 out=$(ansible-playbook -i localhost, -e "state_dir=$work/state flows_token=md-$RANDOM$RANDOM" "$root/tests/build/module_defaults.yml" 2>&1) \
   || { echo "$out" | tail -30; exit 1; }

@@ -1,64 +1,196 @@
 #!/usr/bin/env bash
-# The ansible-core matrix: sanity and the unit tier against every version in tests/matrix/ansible-core.txt, each in
-# its own pinned venv (.matrix/ansible-core-<version>: that ansible-core, the collection's pins from constraints.txt,
-# pytest). `run.sh` runs all of them; `run.sh --skip-current` leaves out the version .venv runs (make test covers it
-# in its own tiers); `run.sh 2.17.14 ...` runs those. Prints one line per version and a table at the end.
+# The ansible-core matrix and the lab hosts' Pythons. For every version in tests/matrix/ansible-core.txt: the unit tier
+# in its own pinned venv (.matrix/ansible-core-<version>: that ansible-core on the first of its Pythons this machine
+# has, the collection's pins from constraints.txt, pytest), and ansible-test sanity on the oldest and the newest
+# version (--sanity all: on every one). For every host Python (3.9 and 3.10: RHEL 9, Ubuntu 22.04): the tests that run
+# on a host, sanity's compile and import of the modules and module_utils, and the host-side unit tests
+# (tests/matrix/host-units.sh), with the newest ansible-core's ansible-test and module_utils (the oldest version's
+# sanity runs compile and import on them too).
+#   run.sh                      everything
+#   run.sh --skip-current       leaves out the version .venv runs (make test covers it in tiers of its own; the host
+#                               rows then use .venv)
+#   run.sh --sanity all|ends|none    where sanity runs (ends: the oldest and the newest version, the default)
+#   run.sh 2.17.14 host-3.9 ... those rows alone
+# A version whose Pythons this machine lacks is skipped, and said so, in its line and in the table; so is a host
+# Python it lacks. Prints one line per step and a table at the end; exits 1 when a row failed (not when one was
+# skipped).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-PYTHON=${PYTHON:-/usr/bin/python3}
-listed=$(grep -E '^[0-9]' tests/matrix/ansible-core.txt)
-current=$(grep -E '^ansible-core==' constraints.txt | cut -d= -f3)
+HOST_PYTHONS=${HOST_PYTHONS:-3.9 3.10}
+matrix=$(grep -E '^[0-9]' tests/matrix/ansible-core.txt)
+listed=$(awk '{print $1}' <<<"$matrix")
+oldest=$(head -n1 <<<"$listed")
+newest=$(tail -n1 <<<"$listed")
+if [ -x "$root/.venv/bin/python" ]; then
+  current=$("$root/.venv/bin/python" -c 'from ansible.release import __version__; print(__version__)' 2>/dev/null \
+    || true)
+else
+  current=$(grep -E '^ansible-core==' constraints.txt | cut -d= -f3)
+fi
 pytest_pin=$(grep -E '^pytest==' requirements-test.txt)
 versions=()
+hosts=()
 skip_current=0
-for arg in "$@"; do
-  case "$arg" in
+sanity_mode=ends
+while [ $# -gt 0 ]; do
+  case "$1" in
     --skip-current) skip_current=1 ;;
-    *) grep -qx "$arg" <<<"$listed" || { echo "matrix: $arg is not in tests/matrix/ansible-core.txt ($(echo $listed))"; exit 2; }
-       versions+=("$arg") ;;
+    --sanity) sanity_mode=${2:?--sanity all, ends or none}; shift ;;
+    --sanity=*) sanity_mode=${1#--sanity=} ;;
+    host-*) hosts+=("${1#host-}") ;;
+    *) grep -qx -- "$1" <<<"$listed" \
+         || { echo "matrix: $1 is not in tests/matrix/ansible-core.txt ($(echo $listed)) nor host-X.Y"; exit 2; }
+       versions+=("$1") ;;
   esac
+  shift
 done
-[ ${#versions[@]} -gt 0 ] || versions=($listed)
-results=()
+case "$sanity_mode" in all|ends|none) ;; *) echo "matrix: --sanity $sanity_mode: use all, ends or none"; exit 2 ;; esac
+if [ ${#versions[@]} -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
+  mapfile -t versions <<<"$listed"
+  read -r -a hosts <<<"$HOST_PYTHONS"
+fi
+
+rows=()      # version|python|sanity|units|sanity s|units s
 failed=0
+skipped=()
+# The venv whose ansible-test and module_utils the host rows use: the newest ansible-core that runs here (.venv's,
+# unless a matrix venv of this run holds a newer one).
+host_core_venv= host_core=
+if [ -n "$current" ] && [ -x "$root/.venv/bin/python" ]; then host_core_venv="$root/.venv" host_core=$current; fi
+newer() { [ -z "$2" ] || [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -n1)" = "$1" ] && [ "$1" != "$2" ]; }
+
+minor_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+expand() {   # 3.10-3.12 -> 3.10,3.11,3.12
+  local lo=${1%-*} hi=${1#*-} out="" m
+  for m in $(seq "${lo#3.}" "${hi#3.}"); do out+="${out:+,}3.$m"; done
+  echo "$out"
+}
+controller_pythons() {   # the controller Pythons this venv's ansible-test supports
+  "$1/bin/python" - <<'EOF'
+import os, ansible_test
+namespace = {}
+with open(os.path.join(os.path.dirname(ansible_test.__file__), "_util", "target", "common", "constants.py")) as f:
+    exec(f.read(), namespace)
+print(",".join(namespace["CONTROLLER_PYTHON_VERSIONS"]))
+EOF
+}
+sanity_in() {   # sanity_in VENV LOG [HOSTS]: controller sanity, then compile and import on each of HOSTS' Pythons
+  local venv=$1 log=$2 rc=0 h
+  PATH="$venv/bin:$PATH" bash tests/sanity/run.sh > "$log" 2>&1 || rc=1
+  for h in ${3:-}; do
+    PATH="$venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" >> "$log" 2>&1 || {
+      [ $? -eq 3 ] && { echo "sanity: compile and import on Python $h skipped: this machine lacks it"; continue; }
+      rc=1; }
+  done
+  return $rc
+}
+
 for v in "${versions[@]}"; do
+  line=$(grep -E "^$v[[:space:]]" <<<"$matrix")
+  read -r _ prefs supported <<<"$line"
   if [ "$skip_current" = 1 ] && [ "$v" = "$current" ]; then
-    results+=("$v|(.venv: the sanity and unit tiers of make test)|"); continue
+    rows+=("$v|.venv|the sanity tier|the unit tier||"); continue
   fi
+  echo; echo "=== ansible-core $v"
+  python=$(bash tests/matrix/find-python.sh ${prefs//,/ }) || {
+    echo "ansible-core $v: SKIPPED: this machine has no Python ${prefs//,/ or } (pyenv's versions, /usr/bin, PATH)"
+    skipped+=("ansible-core $v (needs Python ${prefs//,/ or })")
+    rows+=("$v|none|SKIPPED|SKIPPED||"); continue
+  }
   venv="$root/.matrix/ansible-core-$v"
+  pyv=$("$python" -V 2>&1 | cut -d' ' -f2)
+  echo "ansible-core $v: venv $venv on $python ($pyv)"
   start=$SECONDS
-  echo; echo "=== ansible-core $v: venv $venv"
-  stamp="$venv/.aifabric-$(cat requirements.txt constraints.txt <(echo "$pytest_pin $("$PYTHON" -V)") \
+  stamp="$venv/.aifabric-$(cat requirements.txt constraints.txt <(echo "$pytest_pin $python $("$python" -VV)") \
     | sha256sum | cut -c1-12)"
   if [ ! -e "$stamp" ]; then
     rm -rf "$venv"
     # the collection's pins without .venv's ansible-core: this venv's ansible-core is the matrix's
-    if ! { "$PYTHON" -m venv "$venv" && grep -v '^ansible-core==' constraints.txt > "$venv/constraints.txt" \
+    if ! { "$python" -m venv "$venv" && grep -v '^ansible-core==' constraints.txt > "$venv/constraints.txt" \
            && "$venv/bin/pip" install -q --disable-pip-version-check -c "$venv/constraints.txt" -r requirements.txt \
                 "ansible-core==$v" "$pytest_pin"; }; then
       echo "ansible-core $v: its venv could not be built ($venv)"
-      failed=$((failed + 1)); results+=("$v|venv FAILED|$((SECONDS - start)) s"); continue
+      failed=$((failed + 1)); rows+=("$v|$pyv|venv FAILED|venv FAILED|$((SECONDS - start))|"); continue
     fi
     touch "$stamp"
+    echo "ansible-core $v: venv built in $((SECONDS - start)) s"
   fi
   got=$("$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)')
   if [ "$got" != "$v" ]; then
     echo "ansible-core $v: $venv runs ansible-core $got"
-    failed=$((failed + 1)); results+=("$v|venv runs $got|$((SECONDS - start)) s"); continue
+    failed=$((failed + 1)); rows+=("$v|$pyv|venv runs $got|venv runs $got||"); continue
   fi
-  sanity=FAILED; units=FAILED
-  if PATH="$venv/bin:$PATH" bash tests/sanity/run.sh > "$venv/sanity.log" 2>&1; then sanity=passed
-  else tail -40 "$venv/sanity.log"; fi
-  echo "ansible-core $v: sanity $sanity ($(grep -cE '^Running sanity test' "$venv/sanity.log") tests, log $venv/sanity.log)"
+  supports=$(controller_pythons "$venv")
+  if [ "$supports" != "$(expand "$supported")" ] || ! grep -qw -- "$(minor_of "$python")" <<<"${supports//,/ }"; then
+    echo "ansible-core $v: ansible-test supports controller Pythons $supports; tests/matrix/ansible-core.txt says" \
+      "$supported and runs it on $pyv"
+    failed=$((failed + 1)); rows+=("$v|$pyv|controller Pythons $supports|not run||"); continue
+  fi
+  if newer "$v" "$host_core"; then host_core_venv=$venv host_core=$v; fi
+  sanity=-; sanity_s=
+  ends=0; [ "$v" = "$oldest" ] || [ "$v" = "$newest" ] && ends=1
+  if [ "$sanity_mode" = all ] || { [ "$sanity_mode" = ends ] && [ "$ends" = 1 ]; }; then
+    start=$SECONDS
+    # the host Pythons' compile and import here too, but for the newest: the host rows run them with it
+    if sanity_in "$venv" "$venv/sanity.log" "$([ "$v" = "$newest" ] || echo "$HOST_PYTHONS")"; then sanity=passed
+    else sanity=FAILED; tail -40 "$venv/sanity.log"; fi
+    sanity_s=$((SECONDS - start))
+    echo "ansible-core $v: sanity $sanity in $sanity_s s ($(grep -cE '^Running sanity test' "$venv/sanity.log")" \
+      "tests," \
+      "Pythons $(grep -oE '^Running sanity test "[a-z-]+" on Python [0-9.]+' "$venv/sanity.log" | awk '{print $NF}' \
+      | sort -uV | paste -sd' '), log $venv/sanity.log)"
+  fi
+  start=$SECONDS
   if PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not needs_root" tests/unit \
       > "$venv/units.log" 2>&1; then units=passed
-  else tail -40 "$venv/units.log"; fi
-  echo "ansible-core $v: units $units ($(tail -n1 "$venv/units.log"))"
-  [ "$sanity" = passed ] && [ "$units" = passed ] || failed=$((failed + 1))
-  results+=("$v|sanity $sanity, units $units|$((SECONDS - start)) s")
+  else units=FAILED; tail -40 "$venv/units.log"; fi
+  units_s=$((SECONDS - start))
+  summary=$(tail -n1 "$venv/units.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
+  echo "ansible-core $v: units $units in $units_s s ($summary)"
+  [ "$sanity" != FAILED ] && [ "$units" = passed ] || failed=$((failed + 1))
+  rows+=("$v|$pyv|$sanity|$units: $summary|$sanity_s|$units_s")
 done
+
+for h in "${hosts[@]}"; do
+  echo; echo "=== host Python $h"
+  if ! found=$(bash tests/matrix/find-python.sh "$h"); then
+    echo "host Python $h: SKIPPED: this machine lacks it (pyenv's versions, /usr/bin, PATH)"
+    skipped+=("host Python $h"); rows+=("host $h|none|SKIPPED|SKIPPED||"); continue
+  fi
+  if [ -z "$host_core_venv" ]; then
+    echo "host Python $h: SKIPPED: no ansible-core ran here (no .venv, no matrix venv) to lend its ansible-test"
+    skipped+=("host Python $h (no ansible-core)"); rows+=("host $h|$("$found" -V | cut -d' ' -f2)|SKIPPED|SKIPPED||")
+    continue
+  fi
+  core=$host_core
+  log="$root/.matrix/host-python-$h.sanity.log"
+  mkdir -p "$root/.matrix"
+  start=$SECONDS
+  if PATH="$host_core_venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" > "$log" 2>&1; then sanity=passed
+  else sanity=FAILED; tail -40 "$log"; fi
+  sanity_s=$((SECONDS - start))
+  echo "host Python $h: sanity (compile, import; ansible-test $core) $sanity in $sanity_s s (log $log)"
+  start=$SECONDS
+  log="$root/.matrix/host-python-$h.units.log"
+  if PATH="$host_core_venv/bin:$PATH" bash tests/matrix/host-units.sh "$h" > "$log" 2>&1; then units=passed
+  else units=FAILED; tail -40 "$log"; fi
+  units_s=$((SECONDS - start))
+  summary=$(tail -n1 "$log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
+  echo "host Python $h: units (module_utils of ansible-core $core) $units in $units_s s ($summary)"
+  [ "$sanity" = passed ] && [ "$units" = passed ] || failed=$((failed + 1))
+  rows+=("host $h|$("$found" -V | cut -d' ' -f2)|compile, import: $sanity|$units: $summary|$sanity_s|$units_s")
+done
+
 echo
-printf '%-14s %-50s %s\n' "ansible-core" "result" "time"
-for r in "${results[@]}"; do IFS='|' read -r v what took <<<"$r"; printf '%-14s %-50s %s\n' "$v" "$what" "$took"; done
-[ "$failed" -eq 0 ] || { echo "matrix: $failed version(s) failed"; exit 1; }
+printf '%-13s %-9s %-24s %-46s %8s %7s\n' "ansible-core" "Python" "sanity" "units" "sanity s" "units s"
+for r in "${rows[@]}"; do
+  IFS='|' read -r v py s u ss us <<<"$r"
+  printf '%-13s %-9s %-24s %-46s %8s %7s\n' "$v" "$py" "$s" "$u" "$ss" "$us"
+done
+if [ ${#skipped[@]} -gt 0 ]; then
+  echo "skipped (this machine lacks the Python): $(printf '%s; ' "${skipped[@]}" | sed 's/; $//')"
+else
+  echo "skipped: none (every version and host Python listed ran)"
+fi
+[ "$failed" -eq 0 ] || { echo "matrix: $failed row(s) failed"; exit 1; }

@@ -10,6 +10,9 @@ print(' '.join('%s/%s' % (t, n) for t, ps in r.items() for n, p in ps.items() if
 check() {
   local type=$1 name=$2 out
   out=$(ansible-doc -t "$type" "aifabric.lab.$name" 2>&1) || out="ansible-doc failed: $out"
+  # ansible-core 2.20 and 2.21 warn about their own internal collection when they list roles (ansible/ansible#85689):
+  # that line alone is not ours
+  out=$(grep -v "ansible_collections/ansible/_protomatter' does not have a MANIFEST.json file" <<<"$out" || true)
   if [[ " $deprecated " == *" $type/$name "* ]]; then
     grep -q "DEPRECATED" <<<"$out" || out="[ERROR] deprecated in meta/runtime.yml but its page does not say so: $out"
     out=$(grep -v -e "Deprecation warnings can be disabled" -e "DEPRECATION WARNING.*aifabric.lab.$name" <<<"$out")

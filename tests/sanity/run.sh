@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # ansible-test sanity on a copy of the checkout laid out as ansible_collections/aifabric/lab (ansible-test requires
-# that path). Tests whose tools this machine cannot install offline are listed in SKIP with the reason.
+# that path), with the ansible-test of the ansible-core first on PATH (.venv's, or a matrix venv's). No test is skipped
+# and there is no ignore file.
+#   run.sh [ansible-test options]                every sanity test, on the controller Python that ansible-test runs on
+#   run.sh --host-python 3.9 [options]           the tests that run on a lab host's Python: compile and import of the
+#                                                modules and module_utils, on Python 3.9 (found by
+#                                                tests/matrix/find-python.sh; exit 3 when this machine lacks it)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+host_python=
+if [ "${1:-}" = --host-python ]; then
+  host_python=${2:?--host-python needs a version, like 3.9}; shift 2
+fi
 dest="$root/build/ansible-test/ansible_collections/aifabric/lab"
 rm -rf "$dest"
 mkdir -p "$dest"
@@ -24,4 +33,15 @@ mkdir -p ~/.ansible/test/cache
 for v in $pip_versions 24.2 24.3.1 25.0.1; do
   cp "$root/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/get_pip_${v//./_}.py
 done
-exec ansible-test sanity --python 3.11 --local --color no "$@"
+if [ -z "$host_python" ]; then
+  exec ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --local \
+    --color no "$@"
+fi
+# A lab host's Python: ansible-test finds python3.X by that name on PATH, so a directory holding only that name goes
+# first (a pyenv shim of the same name fails unless pyenv selected that version).
+found=$(bash "$root/tests/matrix/find-python.sh" "$host_python") \
+  || { echo "sanity: no Python $host_python on this machine (pyenv's versions, /usr/bin, PATH): skipped"; exit 3; }
+bin="$root/build/ansible-test/python-$host_python"
+mkdir -p "$bin" && ln -sfn "$found" "$bin/python$host_python"
+echo "sanity on a host's Python: $found"
+PATH="$bin:$PATH" exec ansible-test sanity --python "$host_python" --local --color no --test compile --test import "$@"

@@ -180,13 +180,15 @@ def test_action_groups_match_the_modules_that_document_them(docs):
 
 
 def test_the_matrix_spans_requires_ansible_to_the_pinned_core_without_gaps():
-    listed = _lines("tests", "matrix", "ansible-core.txt")
+    rows = [line.split() for line in _lines("tests", "matrix", "ansible-core.txt")]
+    assert all(len(row) == 3 for row in rows), "each line: version, Pythons to run it on, supported range: %s" % rows
+    listed = [row[0] for row in rows]
     minors = [tuple(int(p) for p in v.split(".")[:2]) for v in listed]
     assert minors == sorted(set(minors)), "one version per minor, oldest first: %s" % listed
     assert all(b == (a[0], a[1] + 1) for a, b in zip(minors, minors[1:])), "a minor is missing: %s" % listed
     requires = _yaml("meta", "runtime.yml")["requires_ansible"]
     bounds = re.match(r"^>=(\d+)\.(\d+)\.0,<(\d+)\.(\d+)\.0$", requires)
-    assert bounds, "requires_ansible should be the tested range, like >=2.16.0,<2.20.0, not %r" % requires
+    assert bounds, "requires_ansible should be the tested range, like >=2.16.0,<2.22.0, not %r" % requires
     lower, upper = [(int(bounds.group(i)), int(bounds.group(i + 1))) for i in (1, 3)]
     assert minors[0] == lower, "requires_ansible starts at %s.%s, the matrix at %s" % (lower + (listed[0],))
     assert upper == (minors[-1][0], minors[-1][1] + 1), (
@@ -195,8 +197,13 @@ def test_the_matrix_spans_requires_ansible_to_the_pinned_core_without_gaps():
     assert pinned == [listed[-1]], "constraints.txt pins %s; the matrix's newest is %s" % (pinned, listed[-1])
     with open(os.path.join(ROOT, "README.md")) as handle:
         readme = handle.read()
-    for version in listed:
-        assert "| %s |" % version in readme, "README's supported-versions table lacks ansible-core %s" % version
+    for version, pythons, supported in rows:
+        # each version runs on one of the controller Pythons it supports, 3.11 or newer (numpy 2.4)
+        low, high = [int(p.split(".")[1]) for p in supported.split("-")]
+        for python in pythons.split(","):
+            assert python.startswith("3.") and max(low, 11) <= int(python.split(".")[1]) <= high, (version, python)
+        row = "| %s | %s (%s) |" % (version, pythons.split(",")[0], supported)
+        assert row in readme, "README's supported-versions table lacks the row %r" % row
 
 
 def test_the_example_execution_environment_installs_this_release():
