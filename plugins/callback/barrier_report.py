@@ -90,21 +90,20 @@ import time
 
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
-from ansible_collections.aifabric.lab.plugins.plugin_utils._history import HistoryError, default_db_path, record_run
-from ansible_collections.aifabric.lab.plugins.plugin_utils._report import (
-    RunDirectory,
-    analyze_run,
-    build_report,
-    render_text,
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history.store import (
+    HistoryError,
+    default_db_path,
+    record_run,
 )
-from ansible_collections.aifabric.lab.plugins.plugin_utils._run import (
-    PLAN_SCHEMA_VERSION,
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run, build_report, report_files
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import build_run, step_plans
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.records import (
     applied_throttles,
-    build_run,
     counters_entry,
     missing_flow_cause,
-    step_plans,
 )
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import PLAN_SCHEMA_VERSION, RunDirectory
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
@@ -428,7 +427,7 @@ class CallbackModule(CallbackBase):
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:
-                self._run.write_report(report)
+                self._run.write_files(report_files(report))
             except OSError as exc:
                 self._write_error = "cannot write the report under %s: %s" % (self._run.path, exc)
         # Several playbooks in one command share one run (and its baseline); each prints only its new steps.

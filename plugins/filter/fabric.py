@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_lab import (
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import (
     FabricLabError,
     fabric_topology,
     lookup_flows,

@@ -8,7 +8,7 @@ import os
 
 import pytest
 from ansible_collections.aifabric.lab.plugins.callback.barrier_report import CallbackModule
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
 
 
 class Task:
@@ -224,8 +224,8 @@ def test_a_loops_summary_result_is_not_counted_twice(callback):
 def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for_byte(callback, tmp_path):
     import shutil
 
-    from ansible_collections.aifabric.lab.plugins.filter.barrier import report_json, run_report
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run
+    from ansible_collections.aifabric.lab.plugins.filter.report import report_json, run_report
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import render_run
 
     callback.v2_runner_on_ok(plan_result())
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
@@ -235,7 +235,7 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     written = open(os.path.join(path, "report.json")).read()
     assert json.loads(written)["run_dir"] == os.path.abspath(path)
     assert report_json(run_report(path)) == written  # the filter, read only
-    from ansible_collections.aifabric.lab.plugins.filter.barrier import report_files
+    from ansible_collections.aifabric.lab.plugins.filter.report import report_files
 
     files = report_files(run_report(path))
     assert sorted(files) == ["flows.csv", "junit.xml", "report.html", "report.json", "report.md", "report.txt",
@@ -252,7 +252,7 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
 
 
 def test_every_run_is_recorded_in_the_history_and_a_broken_history_only_warns(callback, tmp_path):
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._history import get_run
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._history.compare import get_run
 
     callback.v2_runner_on_ok(plan_result())
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
@@ -283,7 +283,7 @@ def test_the_baseline_run_of_the_plan_is_kept_in_plan_json(callback):
 def test_the_in_memory_report_is_the_run_directorys_when_nothing_could_be_written(callback, tmp_path):
     """runs_dir unwritable twice over (no fallback either): the report comes from what the callback holds, and it is
     the one the run directory would have given."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import analyze_run
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run
 
     callback.v2_runner_on_ok(plan_result())
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
@@ -294,7 +294,7 @@ def test_the_in_memory_report_is_the_run_directorys_when_nothing_could_be_writte
     printed = "\n".join(str(line) for line in callback._display.lines)
     assert "step time (max)        3.00 s" in printed and "the report above was not saved" in printed
     assert "straggler              w2: throttled to 2gbit (w2: tc htb on eth0's egress)" in printed
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_text
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 
     assert render_text(from_disk) in printed
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import ExperimentError, plan
 
 NET = ipaddress.ip_network("198.18.0.0/24")
 
