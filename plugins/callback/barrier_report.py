@@ -95,6 +95,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._history.store import
     default_db_path,
     record_run,
 )
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run, build_report, report_files
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import build_run, step_plans
@@ -103,7 +104,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._run.records import (
     counters_entry,
     missing_flow_cause,
 )
-from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import PLAN_SCHEMA_VERSION, RunDirectory
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import RunDirectory, plan_record
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
@@ -183,10 +184,10 @@ class CallbackModule(CallbackBase):
         self._fabric_before = {}
         self._starts = {}
         self._plans = {}  # step -> StepPlan, from the experiments' plans
-        self._plan_record = {"schema_version": PLAN_SCHEMA_VERSION, "experiments": [], "steps": {}, "lab": {
-            "controller": {"kernel": platform.release(), "python": platform.python_version(),
-                           "ansible_core": ansible_version, "collection": _collection_version()},
-            "hosts": {}}}
+        self._experiments = []  # [Plan]
+        self._lab = {"controller": {"kernel": platform.release(), "python": platform.python_version(),
+                                    "ansible_core": ansible_version, "collection": _collection_version()},
+                     "hosts": {}}
         self._run = None
         self._label = "run"
         self._write_error = None
@@ -210,7 +211,7 @@ class CallbackModule(CallbackBase):
             if self._run is None:
                 self._run = self._open_run()
                 if what != "write_plan":
-                    self._run.write_plan(self._plan_record)
+                    self._run.write_plan(plan_record(self._experiments, self._lab))
             getattr(self._run, what)(*args)
         except OSError as exc:
             self._write_error = "cannot write results under %s: %s" % (self._run.path if self._run else
@@ -251,26 +252,26 @@ class CallbackModule(CallbackBase):
         for flow in part.get("clients") or []:
             self._add_flow(step, host, flow, fill_only=fill_only)
         self._add_counters(step, host, part.get("counters"))
-        if part.get("kernel") and self._plan_record["lab"]["hosts"].get(host, {}).get("kernel") != part["kernel"]:
-            self._plan_record["lab"]["hosts"][host] = {"kernel": part["kernel"]}
-            self._write("write_plan", self._plan_record)
+        if part.get("kernel") and self._lab["hosts"].get(host, {}).get("kernel") != part["kernel"]:
+            self._lab["hosts"][host] = {"kernel": part["kernel"]}
+            self._write("write_plan", plan_record(self._experiments, self._lab))
 
     def _add_plan(self, data):
         """An experiment's plan (the experiment role's set_stats): its steps' plans, and what each throttle
         applied, into plan.json."""
-        the_plan = data.get("plan")
-        if not isinstance(the_plan, dict) or not isinstance(the_plan.get("hosts"), dict):
+        try:
+            the_plan = Plan.from_dict(data.get("plan"))
+        except (PlanError, KeyError, TypeError) as exc:
+            self._display.warning("barrier_report: the experiment's plan cannot be read (%s); its steps are reported "
+                                  "from their flows alone" % exc)
             return
-        applied = applied_throttles(data.get("throttles"))
-        plans = step_plans(the_plan, applied)
-        self._plans.update(plans)
-        experiment = dict(the_plan, applied_throttles=applied)
+        the_plan.with_applied(applied_throttles(data.get("throttles")))
         if isinstance(data.get("baseline"), dict) and data["baseline"]:
-            experiment["baseline"] = data["baseline"]  # the history's run the vs_baseline gate compares against
-        self._plan_record["experiments"].append(experiment)
-        self._plan_record["steps"].update({name: p.as_dict() for name, p in plans.items()})
+            the_plan.baseline = data["baseline"]  # the history's run the vs_baseline gate compares against
+        self._plans.update(step_plans(the_plan))
+        self._experiments.append(the_plan)
         if self._run is not None:
-            self._write("write_plan", self._plan_record)
+            self._write("write_plan", plan_record(self._experiments, self._lab))
 
     def _add_step_record(self, record, fill_only=False):
         """The coordinator's record of a step: every host's part, and a cause for every flow that never reported."""
@@ -423,7 +424,8 @@ class CallbackModule(CallbackBase):
         if report is None:  # nothing could be written: the report from what this process holds
             steps = {name: list(flows.values()) for name, flows in self._steps.items()}
             report = build_report(build_run(steps, self._plans, self._counters, self._starts,
-                                            path=self._run.path if self._run else None, lab=self._plan_record["lab"]))
+                                            path=self._run.path if self._run else None, lab=self._lab,
+                                            experiments=self._experiments))
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import BarrierInputError, analyze_records
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import broken_messages
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import build_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.records import applied_throttles, run_from_records
 
@@ -24,12 +25,16 @@ def barrier_analysis(records, baseline_gbps=None, bottleneck=None, name=None):
 
 
 def barrier_gates(records, the_plan, throttles=None, baseline=None):
-    if not isinstance(records, list) or not isinstance(the_plan, dict) or "step_round" not in the_plan:
+    try:
+        the_plan = Plan.from_dict(the_plan)
+    except (PlanError, KeyError, TypeError):
+        the_plan = None
+    if not isinstance(records, list) or the_plan is None:
         raise AnsibleFilterError("barrier_gates: give the steps' records (flow_step state=collected's 'step', a list) "
                                  "and the flow_plan filter's result")
-    if not the_plan.get("expect"):
+    if not the_plan.expect:
         return []
-    names = set(the_plan.get("steps") or [])
+    names = set(the_plan.steps)
     records = [r for r in records if isinstance(r, dict) and r.get("step") in names]
     report = build_report(run_from_records(records, the_plan, applied_throttles(throttles),
                                            baseline if isinstance(baseline, dict) else None))

@@ -14,6 +14,7 @@ from ansible.utils.display import Display
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import compare as _compare
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import store as _store
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import text as _text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 
 _display = Display()
 
@@ -108,15 +109,16 @@ def _callback_setting(key, env, default=None):
 
 
 def history_baseline(the_plan, db=None, runs_dir=None):
-    if not isinstance(the_plan, dict) or "steps" not in the_plan:
-        raise AnsibleFilterError("history_baseline: give the flow_plan filter's result")
+    try:
+        the_plan = Plan.from_dict(the_plan)
+    except (PlanError, KeyError, TypeError):
+        raise AnsibleFilterError("history_baseline: give the flow_plan filter's result") from None
     runs_dir = runs_dir or _callback_setting("runs_dir", "AIFABRIC_RUNS_DIR", "runs")
     db = db or _callback_setting("history_db", "AIFABRIC_HISTORY_DB")
     if not os.path.isdir(str(runs_dir)):
         return {"reason": "no run history yet (%s does not exist)" % runs_dir}
-    ref = (the_plan.get("expect") or {}).get("baseline")
     return _call("history_baseline", _compare.baseline_run, _db(db, runs_dir, "history_baseline"),
-                 the_plan["steps"], ref=ref, runs_dir=str(runs_dir))
+                 the_plan.steps, ref=the_plan.expect.get("baseline"), runs_dir=str(runs_dir))
 
 
 class FilterModule:

@@ -18,9 +18,10 @@ from ansible_collections.aifabric.lab.plugins.module_utils._stats import percent
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import goodput_factor, predict_completions
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.expect import LateBoundError, parse_late_bound
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Flow, Step, StepPlan
 
-__all__ = ["analyze_step", "analyze_records", "BarrierInputError", "SCHEMA_VERSION", "parse_late_bound", "percentile"]
+__all__ = ["analyze_step", "analyze_records", "BarrierInputError", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 2
 
@@ -106,47 +107,13 @@ def _cause(planned):
     return None
 
 
-DEFAULT_LATE_BOUND = 0.01  # a start later than 1% of the predicted step could distort the step's figures
-
-
-def parse_late_bound(raw, name="late_bound"):
-    """A lateness bound as given (the experiment's ``late_bound``): a share of the predicted step from 0 to 1, or a
-    duration (``5ms``, ``0.2s``). Returns the share (float) or the duration's text; None gives the default share.
-    Raises BarrierInputError naming ``name`` and the fix. The one reader: the plan checks with it, the analysis
-    reads with it."""
-    if raw is None:
-        return DEFAULT_LATE_BOUND
-    if isinstance(raw, str):
-        text = raw.strip()
-        try:
-            return _share(float(text), raw, name)  # -e late_bound=0.02 arrives as text
-        except ValueError:
-            pass
-        try:
-            ok = text.endswith("s") and float(text[:-2] if text.endswith("ms") else text[:-1]) > 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise BarrierInputError("%s: %r; give a share of the predicted step (0.01 = 1%%) or a duration (5ms, "
-                                    "0.2s)" % (name, raw))
-        return text
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise BarrierInputError("%s: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) or a duration "
-                                "(5ms)" % (name, raw))
-    return _share(raw, raw, name)
-
-
-def _share(value, raw, name):
-    if not 0 < value <= 1:
-        raise BarrierInputError("%s: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) or a duration "
-                                "(5ms)" % (name, raw))
-    return float(value)
-
-
 def _late_bound(raw, predicted_step, measured_step):
     """The lateness bound in seconds and the sentence that says where it comes from. ``late_bound`` (the plan's) is
     a share of the predicted step (default 1%), or a duration like ``5ms``; without a prediction, of the step."""
-    bound = parse_late_bound(raw)
+    try:
+        bound = parse_late_bound(raw)
+    except LateBoundError as exc:
+        raise BarrierInputError(str(exc)) from None
     if isinstance(bound, str):
         value = float(bound[:-2]) / 1000 if bound.endswith("ms") else float(bound[:-1])
         return value, "%s, as set" % bound

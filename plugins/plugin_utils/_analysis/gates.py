@@ -1,80 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Gates: what an experiment expects of its steps (``expect:``), checked against the barrier report.
+"""Gates: what an experiment expects of its steps (``expect:``, ``_plan.expect``), checked against the barrier report.
 
-An experiment may state::
-
-    expect:
-      step_vs_predicted: 1.05    # step time / the fair-share prediction, at most
-      healthy_idle_share: 0.05   # the unthrottled workers' mean idle share of the step, at most
-      counters: clean            # no error counter moved and the books agree (or: errors_zero)
-      vs_baseline: 0.95          # the baseline run's step time / this one's (its speed), at least
-      baseline: latest           # which run of the history is the baseline (default: the latest with the step ok)
-
-``check_expect`` validates that dict when the experiment is planned; ``evaluate`` checks one analysed step (a step
-report of ``_barrier.analyze_step``) and returns one entry per gate: its figure's value, the limit, whether it held
-and a sentence saying so. The report (``_report.build_report``) and the experiment role's last task call the same
+``_plan.expect.check_expect`` validates the gates when the experiment is planned; ``evaluate`` checks one analysed
+step (a step report of ``barrier.analyze_step``) and returns one entry per gate: its figure's value, the limit, whether
+it held and a sentence saying so. The report (``_report.build.build_report``) and the experiment role's last task call
+the same
 function on the same analysis, so the play fails for exactly the gates the report and junit.xml show broken.
 """
 
 from __future__ import annotations
 
-__all__ = ["GateError", "GATES", "check_expect", "evaluate", "broken_messages"]
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.expect import GATES
 
-
-class GateError(ValueError):
-    """An ``expect`` that cannot be checked; the message names the field and the fix."""
-
-
-# gate -> (kind of limit, what the figure is, its unit for messages)
-GATES = {
-    "step_vs_predicted": ("max", "step time / fair-share prediction"),
-    "healthy_idle_share": ("max", "mean idle share of the unthrottled workers"),
-    "counters": ("choice", "the counters' verdict"),
-    "vs_baseline": ("min", "the baseline run's step time / this step's"),
-}
-_COUNTER_CHOICES = ("clean", "errors_zero")
-_KNOWN = set(GATES) | {"baseline"}
-
-
-def check_expect(expect, where="experiment.expect"):
-    """The expectations, validated (numbers as floats). Raises ``GateError`` naming the field and the fix."""
-    if expect is None:
-        return {}
-    if not isinstance(expect, dict):
-        raise GateError("%s: expected a dict of gates (%s), got %r" % (where, ", ".join(sorted(GATES)), expect))
-    unknown = sorted(set(expect) - _KNOWN)
-    if unknown:
-        raise GateError("%s: unknown gate(s) %s; known: %s" % (where, ", ".join(unknown), ", ".join(sorted(_KNOWN))))
-    out = {}
-    for name, value in expect.items():
-        if value is None:
-            continue
-        if name == "baseline":
-            if not isinstance(value, str) or not value.strip():
-                raise GateError("%s.baseline: %r; give a run of the history (latest, latest~N, a run id or a run "
-                                "directory)" % (where, value))
-            out[name] = value.strip()
-            continue
-        kind = GATES[name][0]
-        if kind == "choice":
-            if value not in _COUNTER_CHOICES:
-                raise GateError("%s.counters: %r; use clean (no error counter moved and the books agree) or "
-                                "errors_zero (no error counter moved)" % (where, value))
-            out[name] = value
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise GateError("%s.%s: %r; give a positive number (e.g. %s)"
-                            % (where, name, value, {"step_vs_predicted": "1.05", "healthy_idle_share": "0.05",
-                                                    "vs_baseline": "0.95"}[name]))
-        if name == "healthy_idle_share" and value >= 1:
-            raise GateError("%s.healthy_idle_share: %r; a share of the step is below 1 (0.05 = 5%%)" % (where, value))
-        out[name] = float(value)
-    if "baseline" in out and "vs_baseline" not in out:
-        raise GateError("%s.baseline: given without vs_baseline; add vs_baseline: 0.95 (the speed to keep) or remove "
-                        "baseline" % where)
-    return out
+__all__ = ["evaluate", "broken_messages"]
 
 
 def _entry(name, limit, value, ok, message):

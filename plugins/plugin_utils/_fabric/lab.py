@@ -18,20 +18,23 @@ RoCE) can do.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import random
 
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import PORT_BUCKETS, link_table, validate
+from ansible_collections.aifabric.lab.plugins.module_utils._link import link_name
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Stream
 
-__all__ = ["FabricLabError", "fabric_topology", "host_leaves", "assign_ports", "lookup_flows", "place",
+__all__ = ["FabricLabError", "fabric_topology", "host_leaves", "assign_ports", "lookup_id", "place",
            "equal_cost_paths", "fabric_links", "FIRST_PORT", "LAST_PORT", "PLACEMENTS"]
 
 FIRST_PORT = 20000
 LAST_PORT = 29999
 SPREAD_CANDIDATES = 24
 PLACEMENTS = ("hash", "spread")
-PORT_BUCKETS = 64  # module_utils/_fabric.PORT_BUCKETS: the fair classes of every fabric port
 
 
 class FabricLabError(ValueError):
@@ -100,8 +103,8 @@ def equal_cost_paths(fabric, src, dst):
     leaf = host_leaves(fabric)
     a, b = leaf[src], leaf[dst]
     if a == b:
-        return [["%s->%s" % (src, a), "%s->%s" % (a, dst)]]
-    return [["%s->%s" % (src, a), "%s->%s" % (a, s["name"]), "%s->%s" % (s["name"], b), "%s->%s" % (b, dst)]
+        return [[link_name(src, a), link_name(a, dst)]]
+    return [[link_name(src, a), link_name(a, s["name"]), link_name(s["name"], b), link_name(b, dst)]
             for s in fabric["spines"]]
 
 
@@ -142,50 +145,32 @@ def assign_ports(steps, flows_of_step, placement="hash", seed=0, buckets=PORT_BU
     return out
 
 
-def lookup_flows(the_plan):
-    """The flows to ask the fabric about: every candidate source port of every stream (fabric_paths' ``flows``)."""
-    fabric = the_plan.get("fabric") or {}
-    out = []
-    for step, hosts in sorted((fabric.get("ports") or {}).items()):
-        k = the_plan["step_round"][step]
-        clients = {(h, c["flow_id"]): c for h, part in the_plan["rounds"][k]["hosts"].items()
-                   for c in part["clients"]}
-        for host, flows in sorted(hosts.items()):
-            for flow_id, streams in sorted(flows.items()):
-                client = clients[(host, flow_id)]
-                for i, ports in enumerate(streams):
-                    for port in ports:
-                        out.append({"id": _flow_key(step, host, flow_id, i, port),
-                                    "src": the_plan["hosts"][host]["address"], "dst": client["address"],
-                                    "sport": port, "dport": client["port"], "proto": "tcp"})
-    return out
-
-
-def _flow_key(step, host, flow_id, stream, port):
+def lookup_id(step, host, flow_id, stream, port):
+    """The id of one route lookup (a stream's candidate port): what ``place`` finds fabric_paths' answer by."""
     return "%s|%s|%s|%d|%d" % (step, host, flow_id, stream, port)
 
 
 def place(the_plan, paths):
-    """The plan with each stream's source port and path chosen (``fabric.flows``): ``paths`` is fabric_paths'
-    answer for ``lookup_flows(the_plan)``. ``hash``: the one candidate; ``spread``: greedily, flow by flow in a fixed
-    order, the candidate whose path keeps the busiest link it crosses least loaded (ties: the lowest total load)."""
-    fabric = dict(the_plan.get("fabric") or {})
+    """The plan (a ``_plan.model.Plan``) with each stream's source port and path chosen (``fabric.placed``): ``paths``
+    is fabric_paths' answer for ``_plan.args.lookup_flows(the_plan)``. ``hash``: the one candidate; ``spread``:
+    greedily, flow by flow in a fixed order, the candidate whose path keeps the busiest link it crosses least loaded
+    (ties: the lowest total load)."""
     found = {}
     for entry in paths or []:
         if entry.get("error"):
             raise FabricLabError("fabric lookup of %s: %s" % (entry.get("id"), entry["error"]))
         found[entry["id"]] = list(entry["links"])
     chosen = {}
-    for step, hosts in sorted((fabric.get("ports") or {}).items()):
+    for step, hosts in sorted(the_plan.fabric.ports.items()):
         load = {}
         per_step = chosen.setdefault(step, {})
         for host, flows in sorted(hosts.items()):
             for flow_id, streams in sorted(flows.items()):
-                subflows = []
+                placed = []
                 for i, ports in enumerate(streams):
                     best = None
                     for port in ports:
-                        key = _flow_key(step, host, flow_id, i, port)
+                        key = lookup_id(step, host, flow_id, i, port)
                         if key not in found:
                             raise FabricLabError("fabric lookup: no answer for %s; run fabric_paths with the plan's "
                                                  "lookup_flows" % key)
@@ -196,15 +181,12 @@ def place(the_plan, paths):
                     _score, port, links = best
                     for lk in links:
                         load[lk] = load.get(lk, 0) + 1
-                    subflows.append({"sport": port, "links": links})
-                per_step.setdefault(host, {})[flow_id] = subflows
-    fabric["flows"] = chosen
-    return dict(the_plan, fabric=fabric)
+                    placed.append(Stream(sport=port, links=links))
+                per_step.setdefault(host, {})[flow_id] = placed
+    return dataclasses.replace(the_plan, fabric=dataclasses.replace(the_plan.fabric, placed=chosen))
 
 
 def fabric_links(topology):
     """``{link name: {switch, interface, rate, tier[, counter]}}`` of every fabric link (as fabric_topology returns
     them), from the plan's copy of the fabric's description."""
-    from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import link_table, validate
-
     return link_table(validate(dict(topology, hash="l4", seed=None)))

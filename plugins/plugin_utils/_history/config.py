@@ -45,14 +45,13 @@ def _bytes(n):
 
 
 def _throttle_of(experiment, host):
-    """``2gbit (tc htb on eth0's egress)``, ``none``: a host's throttle in one experiment, with what applied it."""
-    spec = (experiment.get("hosts") or {}).get(host) or {}
-    rate = spec.get("throttle")
-    if not rate:
+    """``2gbit (tc htb on eth0's egress)``, ``none``: a host's throttle in one experiment (a ``Plan``), with what
+    applied it."""
+    throttle = experiment.hosts[host].throttle if host in experiment.hosts else None
+    if throttle is None or not throttle.rate:
         return "none"
-    peers = (spec.get("throttle_args") or {}).get("peers") or []
-    what = "%s towards %s" % (rate, ", ".join(peers)) if peers else str(rate)
-    how = (experiment.get("applied_throttles") or {}).get(host)
+    what = "%s towards %s" % (throttle.rate, ", ".join(throttle.peers)) if throttle.peers else str(throttle.rate)
+    how = throttle.applied
     return "%s (%s)" % (what, how) if how else "%s (not recorded as applied)" % what
 
 
@@ -68,21 +67,18 @@ def _planned_throttle(planned, host):
 
 def _hash_policy(run):
     """The fabric's hash policy when the record has one (``lab.hash_policy``, ``lab.fabric.hash_policy`` or an
-    experiment's ``hash_policy``); None otherwise (the line is left out)."""
+    experiment's fabric); None otherwise (the line is left out)."""
     lab = run.lab or {}
     fabric = lab.get("fabric") if isinstance(lab.get("fabric"), dict) else {}
     values = [("lab", lab.get("hash_policy")), ("lab", fabric.get("hash_policy"))]
-    values += [(e.get("name") or "experiment", e.get("hash_policy")) for e in run.experiments if isinstance(e, dict)]
-    values += [(e.get("name") or "experiment", _fabric_hash(e.get("fabric"))) for e in run.experiments
-               if isinstance(e, dict) and isinstance(e.get("fabric"), dict)]
+    values += [(e.name or "experiment", _fabric_hash(e.fabric)) for e in run.experiments if e.fabric]
     return _merged(values)
 
 
 def _fabric_hash(fabric):
     """The fabric lab's hash as a line: ``l4 (five-tuple), seed 1, placement hash, port seed 0``."""
-    what = {"l4": "l4 (five-tuple)", "l3": "l3 (addresses)"}.get(fabric.get("hash"), fabric.get("hash"))
-    return "%s, seed %s, placement %s, port seed %s" % (what, fabric.get("seed"), fabric.get("placement"),
-                                                        fabric.get("port_seed"))
+    what = {"l4": "l4 (five-tuple)", "l3": "l3 (addresses)"}.get(fabric.hash, fabric.hash)
+    return "%s, seed %s, placement %s, port seed %s" % (what, fabric.seed, fabric.placement, fabric.port_seed)
 
 
 _PERFTEST_REPORTED = (("test", "test"), ("connection_type", "connection"), ("transport_type", "transport"),
@@ -159,8 +155,8 @@ def config_lines(run):
     each host's (its throttle with the mechanism applied, its qdiscs, its kernel, its tools), then the controller's
     versions. ``run`` is ``_run.load_run``'s ``Run``. A line whose value differs between experiments names each."""
     lines = []
-    experiments = [e for e in run.experiments if isinstance(e, dict)]
-    names = [e.get("name") or "experiment-%d" % i for i, e in enumerate(experiments, 1)]
+    experiments = list(run.experiments)
+    names = [e.name or "experiment-%d" % i for i, e in enumerate(experiments, 1)]
     hosts = {}  # host -> [(key, value)]
 
     def host_line(host, key, value):
@@ -169,28 +165,27 @@ def config_lines(run):
 
     if experiments:
         pairs = list(zip(names, experiments))
-        lines.append(("line rate", _merged((n, e.get("line_rate")) for n, e in pairs)))
-        lines.append(("mtu", _merged((n, e.get("mtu")) for n, e in pairs)))
-        lines.append(("engine", _merged((n, e.get("engine")) for n, e in pairs)))
+        lines.append(("line rate", _merged((n, e.line_rate) for n, e in pairs)))
+        lines.append(("mtu", _merged((n, e.mtu) for n, e in pairs)))
+        lines.append(("engine", _merged((n, e.engine) for n, e in pairs)))
         lines.append(("hash policy", _hash_policy(run)))
         lines.append(("perftest options", _merged(
-            (n, _text(e.get("perftest")) or "defaults") for n, e in pairs if e.get("engine") == "perftest")))
+            (n, _text(e.perftest) or "defaults") for n, e in pairs if e.engine == "perftest")))
         for name, e in pairs:
-            collective = e.get("collective")
+            collective = e.collective
             lines += [
-                ("%s pattern" % name, e.get("pattern")),
-                ("%s kind" % name, e.get("kind")),
-                ("%s workers" % name, e.get("sources")),
-                ("%s volume" % name, _bytes(e.get("volume"))),
-                ("%s streams" % name, e.get("streams") if e.get("engine") != "perftest" else None),
-                ("%s steps" % name, len(e.get("steps") or []) or None),
-                ("%s collective" % name, "%s, %s ranks" % (collective.get("name"), collective.get("ranks"))
-                 if isinstance(collective, dict) else None),
-                ("%s expect" % name, e.get("expect") or None),  # the gates the experiment states (_gates)
+                ("%s pattern" % name, e.pattern),
+                ("%s kind" % name, e.kind),
+                ("%s workers" % name, e.sources),
+                ("%s volume" % name, _bytes(e.volume)),
+                ("%s streams" % name, e.streams if e.engine != "perftest" else None),
+                ("%s steps" % name, len(e.steps) or None),
+                ("%s collective" % name, "%s, %s ranks" % (collective.name, collective.ranks) if collective else None),
+                ("%s expect" % name, e.expect or None),  # the gates the experiment states (_plan.expect)
             ]
-        for host in sorted({h for e in experiments for h in (e.get("hosts") or {})}, key=_natural):
+        for host in sorted({h for e in experiments for h in e.hosts}, key=_natural):
             host_line(host, "throttle", _merged((n, _throttle_of(e, host)) for n, e in pairs
-                                                if host in (e.get("hosts") or {})))
+                                                if host in e.hosts))
     else:  # a run without a plan: what its steps' plans (the flows' annotations) say
         steps = [(s.name, s.plan) for s in run.steps]
         lines.append(("bottleneck", _merged((n, p.bottleneck) for n, p in steps)))

@@ -24,24 +24,44 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     start_tolerance: 0.001   # with strict_start, seconds
     start_at: null           # a fixed start instant (PTP-synchronized labs) instead of the rendezvous' own
     batch_start: true        # netns lab, tcp: one task starts every host's part (see batch_args)
-    expect: {step_vs_predicted: 1.05, healthy_idle_share: 0.05, counters: clean, vs_baseline: 0.95}  # _gates
-    fabric: {hash: l4, seed: 1, placement: hash, port_seed: 0}  # the fabric lab only (_fabric_lab)
+    expect: {step_vs_predicted: 1.05, healthy_idle_share: 0.05, counters: clean, vs_baseline: 0.95}  # expect
+    fabric: {hash: l4, seed: 1, placement: hash, port_seed: 0}  # the fabric lab only (_fabric.lab)
 
-``plan()`` returns the hosts (address, namespace, interface, throttle and its module arguments) and the rounds of the
-pattern (``_patterns``; a collective has several, one step each): per round, each host's servers and client flows, each
-flow with its path of links and rates, which the barrier report's fair-share prediction reads. Steps are named NAME,
-NAME-i when repeated, NAME.k for a collective's rounds (NAME-i.k repeated). The playbooks consume only the plan.
+``plan()`` returns a ``Plan`` (``model``): the hosts (address, namespace, interface, throttle) and the rounds of the
+pattern (``patterns``; a collective has several, one step each): per round, each host's servers and the flows it sends,
+each flow with its destination and its path of links and rates, which the barrier report's fair-share prediction
+reads. Steps are named NAME, NAME-i when repeated, NAME.k for a collective's rounds (NAME-i.k repeated). The playbooks
+consume only the plan, through the modules' arguments made from it (``args``).
 """
 
 from __future__ import annotations
 
+from ansible_collections.aifabric.lab.plugins.module_utils._link import link_name
 from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import namespace_name
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
-from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import BarrierInputError, parse_late_bound
-from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import GateError, check_expect
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import PLACEMENTS, FabricLabError, assign_ports
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import roce_goodput
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.expect import (
+    GateError,
+    LateBoundError,
+    check_expect,
+    parse_late_bound,
+)
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import (
+    Collective,
+    FabricPlan,
+    Flow,
+    Hop,
+    Host,
+    HostPart,
+    Plan,
+    PlanError,
+    Rendezvous,
+    Round,
+    Server,
+    Throttle,
+)
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.patterns import (
     BUS_FACTOR,
     COLLECTIVES,
@@ -51,10 +71,10 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.patterns import
     rounds,
 )
 
-__all__ = ["ExperimentError", "PERFTEST_ARGS", "plan", "round_of", "PATTERNS"]
+__all__ = ["ExperimentError", "PERFTEST_ARGS", "plan", "PATTERNS"]
 
 
-class ExperimentError(ValueError):
+class ExperimentError(PlanError):
     """An experiment that cannot run; the message names the field, the value and the fix."""
 
 
@@ -182,7 +202,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                               "perftest.qps")
     try:
         late_bound = parse_late_bound(experiment.get("late_bound"), "experiment.late_bound")
-    except BarrierInputError as exc:
+    except LateBoundError as exc:
         raise ExperimentError(str(exc)) from None
     try:
         expect = check_expect(experiment.get("expect"))
@@ -201,71 +221,53 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     def host_entry(host):
         if host not in hosts:
             hv = hostvars.get(host) or {}
-            hosts[host] = {"throttle": None, "address": _address(hostvars, host), "netns": _netns(hostvars, host),
-                           "interface": str(hv.get("experiment_interface") or hv.get("lab_interface") or interface),
-                           "rdma_device": (hv.get("lab_rdma_device") or rdma_device or None)
-                           if engine == "perftest" else None}
+            hosts[host] = Host(name=host, address=_address(hostvars, host), netns=_netns(hostvars, host),
+                               interface=str(hv.get("experiment_interface") or hv.get("lab_interface") or interface),
+                               rdma_device=(hv.get("lab_rdma_device") or rdma_device or None)
+                               if engine == "perftest" else None)
         return hosts[host]
 
-    def link(src, dst):
+    def path(src, dst):
         """A flow's path: out of its host's switch port, into its destination's, each at the line rate, and the
         sender's throttle. On the fabric, only the throttle: the links come from the kernel's lookups (``place``)."""
-        if fabric_spec:
-            return [{"link": "%s egress" % src, "rate": format_rate(throttles[src]), "throttle": True}] \
-                if src in throttles else []
-        path = [{"link": "%s->%s" % (src, switch), "rate": format_rate(line)},
-                {"link": "%s->%s" % (switch, dst), "rate": format_rate(line)}]
+        hops = [] if fabric_spec else [Hop(link_name(src, switch), format_rate(line)),
+                                       Hop(link_name(switch, dst), format_rate(line))]
         if src in throttles:
             # marked, so that the report can predict the same step without it (what the straggler cost)
-            path.append({"link": "%s egress" % src, "rate": format_rate(throttles[src]), "throttle": True})
-        return path
+            hops.append(Hop("%s egress" % src, format_rate(throttles[src]), throttle=True))
+        return hops
 
     plan_rounds = []
     for flows in planned_rounds:
-        parts = {}  # host -> {"servers": [...], "clients": [...]}
+        parts = {}  # host -> HostPart
         sent = {}
         for src, dst, _share in flows:
             sent.setdefault(src, []).append(dst)
         for src, dst, share in flows:
             for host in (src, dst):
                 host_entry(host)
-                parts.setdefault(host, {"servers": [], "clients": []})
-            server = next(iter(parts[dst]["servers"]), None)
+                parts.setdefault(host, HostPart())
+            server = next(iter(parts[dst].servers), None)
             if server is None:
                 # "volume": what each of its flows carries (one share per round in every pattern)
-                server = {"port": port, "expected_clients": 0, "address": hosts[dst]["address"],
-                          "volume": max(1, int(round(volume * share)))}
-                parts[dst]["servers"].append(server)
+                server = Server(port=port, expected_clients=0, address=hosts[dst].address,
+                                volume=max(1, int(round(volume * share))))
+                parts[dst].servers.append(server)
             # a tcp server counts connections (a flow's streams); a perftest server runs one process per client,
             # on port, port + 1, ...
-            first = server["expected_clients"]
-            server["expected_clients"] += streams if engine == "tcp" else 1
+            first = server.expected_clients
+            server.expected_clients += streams if engine == "tcp" else 1
             # a host that sends one flow names it after itself (the seed's report); several flows, after their peers
-            flow_id = src if len(sent[src]) == 1 else "%s->%s" % (src, dst)
-            parts[src]["clients"].append({
-                "flow_id": flow_id,
-                "address": hosts[dst]["address"],
-                "port": server["port"] + (first if engine == "perftest" else 0),
-                "volume": max(1, int(round(volume * share))),
-                "streams": streams,
-                "path": link(src, dst),  # the links it crosses with their rates: the prediction reads them
-            })
-        plan_rounds.append({
-            "hosts": {h: parts[h] for h in sorted(parts)},
-            "sources": sorted(sent),
-            "expected_flows": {h: [c["flow_id"] for c in parts[h]["clients"]] for h in sorted(parts)
-                               if parts[h]["clients"]},
-        })
+            parts[src].flows.append(Flow(
+                flow_id=src if len(sent[src]) == 1 else link_name(src, dst), src=src, dst=dst,
+                address=hosts[dst].address, port=server.port + (first if engine == "perftest" else 0),
+                volume=max(1, int(round(volume * share))), streams=streams,
+                path=path(src, dst)))  # the links it crosses with their rates: the prediction reads them
+        plan_rounds.append(Round(parts={h: parts[h] for h in sorted(parts)}))
     for host, rate in throttles.items():
         if host in hosts:
-            entry = host_entry(host)
-            entry["throttle"] = format_rate(rate)
-            # the throttle module's arguments for this host (the role passes them on as they are)
-            entry["throttle_args"] = {"rate": entry["throttle"], "engine": engine, "interface": entry["interface"],
-                                      "rdma_device": entry["rdma_device"],
-                                      # tc: the rate shared fairly between the host's destinations (every round's),
-                                      # when it has several
-                                      "peers": _peers(plan_rounds, host)}
+            # tc: the rate shared fairly between the host's destinations (every round's), when it has several
+            host_entry(host).throttle = Throttle(rate=format_rate(rate), peers=_peers(plan_rounds, host))
     participants = sorted(hosts)
     coordinator = experiment.get("coordinator")
     if coordinator is None:
@@ -273,66 +275,32 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     elif coordinator not in hosts:
         raise ExperimentError("experiment.coordinator: %r is not a host of this experiment's steps (%s)"
                               % (coordinator, ", ".join(participants)))
-    start_at = experiment.get("start_at")
     bases = [name if steps == 1 else "%s-%d" % (name, i + 1) for i in range(steps)]
-    repetitions = [[base] if len(plan_rounds) == 1 else ["%s.%d" % (base, k + 1) for k in range(len(plan_rounds))]
-                   for base in bases]
-    step_names = [step for repetition in repetitions for step in repetition]
-    step_round = {step: k for repetition in repetitions for k, step in enumerate(repetition)}
-    if fabric_spec:
-        def flows_of_step(step):
-            this_round = plan_rounds[step_round[step]]
-            return [(h, c["flow_id"], c["streams"]) for h, part in sorted(this_round["hosts"].items())
-                    for c in part["clients"]]
-        try:
-            fabric_spec["ports"] = assign_ports(step_names, flows_of_step, fabric_spec["placement"],
-                                                fabric_spec["port_seed"])
-        except FabricLabError as exc:
-            raise ExperimentError(str(exc)) from None
-    return {
-        "name": name,
-        "kind": kind,
-        "pattern": pattern,
-        "fabric": fabric_spec,
-        "steps": step_names,
-        # each repetition's steps (a collective's rounds, one barrier each), and which round a step runs
-        "repetitions": repetitions,
-        "step_round": step_round,
-        "rounds": plan_rounds,
-        "collective": {"name": pattern, "ranks": len(workers), "size": volume,
-                       "bus_factor": BUS_FACTOR[pattern](len(workers))} if pattern in COLLECTIVES else None,
-        "volume": volume,
-        "line_rate": format_rate(line),
-        "mtu": mtu,
-        "timeout": timeout,
-        "arm_timeout": arm_timeout,
-        "late_bound": late_bound,
-        "strict_start": strict,
-        "streams": streams,
-        "rendezvous": {
-            "host": coordinator,
-            "address": hosts[coordinator]["address"],
-            "port": control_port,
-            "parties": participants,
-            "start_at": start_at,
-        },
-        "engine": engine,
-        "perftest": dict(experiment.get("perftest") or {}),
+    step_names = [step for base in bases for step in
+                  ([base] if len(plan_rounds) == 1 else ["%s.%d" % (base, k + 1) for k in range(len(plan_rounds))])]
+    the_plan = Plan(
+        name=name, kind=kind, pattern=pattern, engine=engine, volume=volume, line_rate=format_rate(line), mtu=mtu,
+        hosts=hosts, rounds=plan_rounds, steps=step_names,
+        rendezvous=Rendezvous(host=coordinator, port=control_port, start_at=experiment.get("start_at")),
+        timeout=timeout, arm_timeout=arm_timeout, late_bound=late_bound, strict_start=strict,
+        start_tolerance=tolerance, streams=streams, interval=experiment.get("interval", 1.0),
+        counters=bool(experiment.get("counters", True)), perftest=dict(experiment.get("perftest") or {}),
         # payload share of the wire when the plan knows it better than TCP's at the MTU (RoCE headers per RDMA MTU)
-        "goodput_factor": roce_goodput(rdma_mtu) if engine == "perftest" else None,
-        "counters": bool(experiment.get("counters", True)),
-        "start_tolerance": tolerance,
-        "interval": experiment.get("interval", 1.0),
-        "expect": expect,
-        "hosts": hosts,
-        "participants": participants,
-        "sources": sorted({h for r in plan_rounds for h in r["sources"]}),
-        "destinations": sorted({h for r in plan_rounds for h, e in r["hosts"].items() if e["servers"]}),
-        "throttled": sorted(h for h, e in hosts.items() if e["throttle"]),
+        goodput_factor=roce_goodput(rdma_mtu) if engine == "perftest" else None, expect=expect,
         # Every host a namespace of the controller's machine (the netns lab): one task can start them all. Not for
         # perftest, whose RDMA device is set per host.
-        "batch_start": batch and engine == "tcp" and all(hosts[h]["netns"] for h in participants),
-    }
+        batch_start=batch and engine == "tcp" and all(hosts[h].netns for h in participants),
+        collective=Collective(name=pattern, ranks=len(workers), size=volume,
+                              bus_factor=BUS_FACTOR[pattern](len(workers))) if pattern in COLLECTIVES else None,
+        fabric=fabric_spec)
+    if fabric_spec:
+        def flows_of_step(step):
+            return [(f.src, f.flow_id, f.streams) for f in the_plan.round_of(step).flows()]
+        try:
+            fabric_spec.ports = assign_ports(step_names, flows_of_step, fabric_spec.placement, fabric_spec.port_seed)
+        except FabricLabError as exc:
+            raise ExperimentError(str(exc)) from None
+    return the_plan
 
 
 def _fabric_spec(given, fabric, engine):
@@ -362,18 +330,11 @@ def _fabric_spec(given, fabric, engine):
     if spec["placement"] not in PLACEMENTS:
         raise ExperimentError("experiment.fabric.placement: %r; use hash (the hash decides, as with any ephemeral "
                               "port) or spread (source ports chosen so that the flows spread)" % (spec["placement"],))
-    spec["topology"] = {key: fabric.get(key) for key in ("leaves", "spines", "hosts", "mtu", "host_rate",
-                                                         "uplink_rate")}
-    return spec
+    return FabricPlan(hash=spec["hash"], seed=spec["seed"], placement=spec["placement"], port_seed=spec["port_seed"],
+                      topology={key: fabric.get(key) for key in ("leaves", "spines", "hosts", "mtu", "host_rate",
+                                                                 "uplink_rate")})
 
 
 def _peers(plan_rounds, host):
-    peers = sorted({c["address"] for r in plan_rounds for c in (r["hosts"].get(host) or {}).get("clients", [])})
+    peers = sorted({f.address for r in plan_rounds for f in r.part(host).flows})
     return peers if len(peers) > 1 else []
-
-
-def round_of(the_plan, step):
-    """The round of the plan that ``step`` runs (a collective's steps run its rounds in turn)."""
-    if step not in the_plan["step_round"]:
-        raise ExperimentError("step %r is not one of this plan's steps (%s)" % (step, ", ".join(the_plan["steps"])))
-    return the_plan["rounds"][the_plan["step_round"][step]]

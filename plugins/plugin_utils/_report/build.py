@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import (
-    SCHEMA_VERSION,
-    analyze_step,
-    percentile,
-)
+from ansible_collections.aifabric.lab.plugins.module_utils._stats import percentile
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import SCHEMA_VERSION, analyze_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import seeds as fabric_seeds
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import variants as fabric_variants
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import broken_messages, evaluate
@@ -68,12 +65,11 @@ def _check_gates(report, experiments):
     by_name = {s["step"]: s for s in report["steps"]}
     checked = False
     for experiment in experiments:
-        expect = experiment.get("expect")
-        if not expect:
+        if not experiment.expect:
             continue
-        for name in experiment.get("steps") or []:
+        for name in experiment.steps:
             if name in by_name:
-                by_name[name]["gates"] = evaluate(by_name[name], expect, experiment.get("baseline"))
+                by_name[name]["gates"] = evaluate(by_name[name], experiment.expect, experiment.baseline)
                 checked = True
     if checked:
         broken = broken_messages(report)
@@ -93,12 +89,12 @@ def _percentiles(values):
 
 
 def summarize_experiment(experiment, steps):
-    """An experiment's steps together: the step times' distribution, which host held how many steps back, each
-    host's idle worker-seconds, the steps as a series; a collective's time (its rounds in turn), algbw and busbw
-    (nccl-tests' factors) and what the straggler cost. A failed step is counted and named, and left out of the
-    figures that need its time (never silently: ``failed_steps``)."""
+    """An experiment's steps together (``experiment``: its ``_plan.model.Plan``): the step times' distribution, which
+    host held how many steps back, each host's idle worker-seconds, the steps as a series; a collective's time (its
+    rounds in turn), algbw and busbw (nccl-tests' factors) and what the straggler cost. A failed step is counted and
+    named, and left out of the figures that need its time (never silently: ``failed_steps``)."""
     by_name = {s["step"]: s for s in steps}
-    names = list(experiment.get("steps") or [])
+    names = list(experiment.steps)
     if not any(n in by_name for n in names):
         return None
     for n in names:
@@ -111,8 +107,8 @@ def summarize_experiment(experiment, steps):
         for w in s["workers"]:
             idle[w["host"]] = round(idle.get(w["host"], 0.0) + (w.get("idle_s") or 0.0), 6)
     out = {
-        "name": experiment.get("name"),
-        "pattern": experiment.get("pattern"),
+        "name": experiment.name,
+        "pattern": experiment.pattern,
         "steps": len(names),
         "steps_ok": len(ok),
         "failed_steps": [{"step": n, "cause": by_name[n]["verdict"]} for n in names if by_name[n]["status"] != "ok"],
@@ -123,9 +119,8 @@ def summarize_experiment(experiment, steps):
                     "predicted_step_s": by_name[n].get("predicted_step_s"),
                     "straggler": (by_name[n].get("straggler") or {}).get("host")} for n in names],
     }
-    collective = experiment.get("collective")
-    if collective:
-        out["collective"] = _collective(collective, experiment, by_name)
+    if experiment.collective:
+        out["collective"] = _collective(experiment.collective.to_dict(), experiment, by_name)
     return out
 
 
@@ -134,7 +129,7 @@ def _collective(collective, experiment, by_name):
     when Ansible starts the next, is not counted), algbw = size / time, busbw = algbw x nccl-tests' factor, and
     the straggler's cost against the same collective predicted without the throttles."""
     reps = []
-    for i, names in enumerate(experiment.get("repetitions") or [], 1):
+    for i, names in enumerate(experiment.repetitions, 1):
         rounds = [by_name.get(n) for n in names]
         ok = all(r is not None and r["status"] == "ok" for r in rounds)
         rep = {"repetition": i, "rounds": names, "status": "ok" if ok else "failed", "time_s": None}

@@ -162,65 +162,48 @@ class Run:
     experiments: list = field(default_factory=list)
 
 
-def step_plans(plan, applied=None):
-    """``{step name: StepPlan}`` for the steps of one experiment's plan (``_experiment.plan``'s result): each step
-    the round it runs. ``applied``: host -> the throttle module's description of what it applied ("tc htb on eth0's
-    egress")."""
-    applied = applied or {}
-    hosts = plan.get("hosts") or {}
+def step_plans(plan):
+    """``{step name: StepPlan}`` for the steps of one experiment's plan (a ``_plan.model.Plan``): each step the round
+    it runs, each flow with its path, its host's throttle and what applied it."""
     by_round = []
-    for this_round in plan.get("rounds") or []:
+    for this_round in plan.rounds:
         flows = {}
-        for host, part in sorted(this_round["hosts"].items()):
-            throttle = hosts.get(host, {}).get("throttle")
-            how = applied.get(host)
-            for client in part.get("clients") or []:
-                flows[(host, client["flow_id"])] = PlannedFlow(
-                    path=client.get("path") or [], mtu=plan.get("mtu"), throttle=throttle,
-                    throttle_mechanism="%s: %s" % (host, how) if how and throttle else None,
-                    goodput_factor=plan.get("goodput_factor"))
+        for flow in this_round.flows():
+            throttle = plan.hosts[flow.src].throttle
+            flows[(flow.src, flow.flow_id)] = PlannedFlow(
+                path=[hop.to_dict() for hop in flow.path], mtu=plan.mtu, throttle=throttle.rate if throttle else None,
+                throttle_mechanism="%s: %s" % (flow.src, throttle.applied) if throttle and throttle.applied else None,
+                goodput_factor=plan.goodput_factor)
         # one link that every flow of the step shares: the sink's port of an incast (other patterns have none)
-        bottleneck = plan.get("line_rate") if plan.get("pattern", "incast") == "incast" else None
-        by_round.append(StepPlan(kind=plan.get("kind") or "barrier", pattern=plan.get("pattern"),
-                                 engine=plan.get("engine"), bottleneck=bottleneck,
-                                 expected_workers=list(this_round.get("sources") or []),
-                                 late_bound=plan.get("late_bound"), flows=flows))
-    steps = {step: by_round[k] for step, k in (plan.get("step_round") or {}).items()}
-    if (plan.get("fabric") or {}).get("flows"):
+        by_round.append(StepPlan(kind=plan.kind, pattern=plan.pattern, engine=plan.engine,
+                                 bottleneck=plan.line_rate if plan.pattern == "incast" else None,
+                                 expected_workers=this_round.sources, late_bound=plan.late_bound, flows=flows))
+    steps = {step: by_round[k] for step, k in plan.step_round.items()}
+    if plan.fabric and plan.fabric.placed:
         steps = {step: _on_fabric(step_plan, plan, step) for step, step_plan in steps.items()}
     return steps
 
 
 def _on_fabric(step_plan, plan, step):
-    """The step's plan on the fabric lab: each flow's subflows (a stream each) with the links its lookup gave."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import fabric_links
+    """The step's plan on the fabric lab: each flow's subflows (a stream each) with the links its lookup gave, and its
+    equal-cost paths (what perfect spreading would share it over: the ideal's input)."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import equal_cost_paths, fabric_links
 
-    fabric = plan["fabric"]
-    links = fabric_links(fabric["topology"])
-    placed = fabric["flows"].get(step) or {}
+    fabric = plan.fabric
+    links = fabric_links(fabric.topology)
+    destinations = {(f.src, f.flow_id): f.dst for f in plan.round_of(step).flows()}
     flows = {}
     for (host, flow_id), planned in step_plan.flows.items():
-        streams = placed.get(host, {}).get(flow_id) or []
+        streams = fabric.streams(step, host, flow_id)
         subflows = []
-        for sub in streams:
-            path = [{"link": name, "rate": links[name]["rate"]} for name in sub["links"]] + list(planned.path)
-            subflows.append({"sport": sub["sport"], "share": 1.0 / len(streams), "path": path})
+        for stream in streams:
+            path = [{"link": name, "rate": links[name]["rate"]} for name in stream.links] + list(planned.path)
+            subflows.append({"sport": stream.sport, "share": 1.0 / len(streams), "path": path})
         flows[(host, flow_id)] = PlannedFlow(**dict(planned.__dict__, subflows=subflows))
-    info = {key: fabric.get(key) for key in ("hash", "seed", "placement", "port_seed")}
-    info["links"] = links
-    info["paths"] = {"%s|%s" % key: _equal_cost(fabric["topology"], key[0], plan, step, key[1])
-                     for key in flows}
+    info = {"hash": fabric.hash, "seed": fabric.seed, "placement": fabric.placement, "port_seed": fabric.port_seed,
+            "links": links,
+            "paths": {"%s|%s" % key: equal_cost_paths(fabric.topology, key[0], destinations[key]) for key in flows}}
     return StepPlan(**dict(step_plan.__dict__, flows=flows, fabric=info))
-
-
-def _equal_cost(topology, host, plan, step, flow_id):
-    """The flow's equal-cost paths (what perfect spreading would share it over): the ideal's input."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import equal_cost_paths
-
-    this_round = plan["rounds"][plan["step_round"][step]]
-    client = next(c for c in this_round["hosts"][host]["clients"] if c["flow_id"] == flow_id)
-    dst = next(h for h, e in plan["hosts"].items() if e["address"] == client["address"])
-    return equal_cost_paths(topology, host, dst)
 
 
 def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None):

@@ -45,7 +45,8 @@ def missing_flow_cause(record, host):
 
 
 def run_from_records(records, plan, applied=None, baseline=None):
-    """A ``Run`` from the coordinator's step records of one experiment (what ``flow_step state=collected`` returns),
+    """A ``Run`` from the coordinator's step records of one experiment (what ``flow_step state=collected`` returns;
+    ``plan``: its ``_plan.model.Plan``),
     read as the callback reads them into a run directory: each host's client flows and counters, a flow that never
     reported failed with its cause. What the experiment role's gates check, before the run directory is complete."""
     steps, counters = {}, {}
@@ -65,7 +66,7 @@ def run_from_records(records, plan, applied=None, baseline=None):
             if host not in hosts:
                 flows.extend({"host": host, "step": step, "flow_id": f, "status": "error",
                               "error": missing_flow_cause(record, host)} for f in flow_ids)
-    experiment = dict(plan, applied_throttles=applied or {})
+    plan = plan.with_applied(applied or {})
     if baseline:
-        experiment["baseline"] = baseline
-    return build_run(steps, step_plans(plan, applied), counters, experiments=[experiment])
+        plan.baseline = baseline
+    return build_run(steps, step_plans(plan), counters, experiments=[plan])

@@ -27,25 +27,49 @@ import re
 import time
 
 from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json, write_text
-from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import StepPlan, build_run
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import StepPlan, build_run, step_plans
 
-__all__ = ["PLAN_FILE", "PLAN_SCHEMA_VERSION", "RunDirectory", "load_run", "read_plan", "write_files"]
+__all__ = ["PLAN_FILE", "PLAN_SCHEMA_VERSION", "RunDirectory", "load_run", "plan_record", "read_plan", "write_files"]
 
 
 PLAN_FILE = "plan.json"
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 2  # 1: each step's plan kept beside the experiments' (twice)
 
 
 def read_plan(path):
-    """``plan.json`` of a run directory (None when the run has none: schema 1)."""
+    """``plan.json`` of a run directory as ``(experiments, step plans, lab)``: the experiments' ``Plan`` s, each step's
+    ``StepPlan`` and the lab's facts; None when the run has none (before there was plan.json). Schema 1 kept each
+    step's plan beside the experiments (those are read as they were written); schema 2 holds the plans once, and the
+    steps' are made from them."""
     full = os.path.join(path, PLAN_FILE)
     if not os.path.exists(full):
         return None
     with open(full) as handle:
         data = json.load(handle)
-    if not isinstance(data, dict) or not isinstance(data.get("steps"), dict):
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version == 1 and not isinstance(data.get("steps"), dict):
         raise ValueError("%s: not a run plan (no 'steps')" % full)
-    return data
+    if version not in (1, 2):
+        raise ValueError("%s: not a run plan this collection reads (schema_version %r; it reads 1 and %d)"
+                         % (full, version, PLAN_SCHEMA_VERSION))
+    try:
+        experiments = [Plan.from_dict(e) for e in data.get("experiments") or []]
+    except (PlanError, KeyError, TypeError) as exc:
+        raise ValueError("%s: an experiment's plan cannot be read: %s" % (full, exc)) from None
+    if version == 1:
+        steps = {name: StepPlan.from_dict(s) for name, s in data["steps"].items()}
+    else:
+        steps = {}
+        for experiment in experiments:
+            steps.update(step_plans(experiment))
+    return experiments, steps, data.get("lab") or {}
+
+
+def plan_record(experiments, lab):
+    """plan.json's content: the experiments' plans, once each, and the lab's facts."""
+    return {"schema_version": PLAN_SCHEMA_VERSION, "experiments": [e.to_dict(views=False) for e in experiments],
+            "lab": lab}
 
 
 def _load_flows(path):
@@ -92,10 +116,9 @@ def _load_starts(path):
 
 def load_run(path):
     """The run directory at ``path`` as a ``Run``."""
-    plan = read_plan(path) or {}
-    plans = {name: StepPlan.from_dict(data) for name, data in (plan.get("steps") or {}).items()}
+    experiments, plans, lab = read_plan(path) or ([], {}, {})
     return build_run(_load_flows(path), plans, _load_counters(path), _load_starts(path), path=os.path.abspath(path),
-                     lab=plan.get("lab") or {}, experiments=plan.get("experiments") or [])
+                     lab=lab, experiments=experiments)
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")

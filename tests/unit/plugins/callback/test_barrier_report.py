@@ -9,6 +9,7 @@ import os
 import pytest
 from ansible_collections.aifabric.lab.plugins.callback.barrier_report import CallbackModule
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run
 
 
 class Task:
@@ -57,7 +58,7 @@ def callback(tmp_path):
 
 PLAN = plan({"name": "barrier", "throttles": {"w2": "2gbit"}}, {"workers": ["w1", "w2"], "sinks": ["sink"]},
             {"sink": {"lab_address": "198.18.0.1"}, "w1": {"lab_address": "198.18.0.11"},
-             "w2": {"lab_address": "198.18.0.12"}})
+             "w2": {"lab_address": "198.18.0.12"}}).to_dict()  # the fact the role's set_stats gives, as Ansible does
 
 
 def plan_result(baseline=None):
@@ -116,13 +117,19 @@ def test_a_collected_step_becomes_plan_flows_counters_start_and_a_report(callbac
     w2 = json.load(open(os.path.join(path, "flows", "barrier", "w2.json")))
     assert "annotations" not in w2 and w2["completion_s"] == 3.0
     saved = json.load(open(os.path.join(path, "plan.json")))
-    assert saved["steps"]["barrier"]["expected_workers"] == ["w1", "w2"]
-    assert saved["steps"]["barrier"]["flows"][1] == {
-        "host": "w2", "flow_id": "w2", "mtu": 9000, "throttle": "2gbit", "goodput_factor": None,
-        "throttle_mechanism": "w2: tc htb on eth0's egress",
+    # the plan once: the experiment's, with what its throttle applied; no second copy of each step's
+    assert saved["schema_version"] == 2 and sorted(saved) == ["experiments", "lab", "schema_version"]
+    (experiment,) = saved["experiments"]
+    want = dict(PLAN, hosts=dict(PLAN["hosts"], w2=dict(PLAN["hosts"]["w2"], throttle={
+        "rate": "2gbit", "peers": [], "applied": "tc htb on eth0's egress"})))
+    assert experiment == {k: v for k, v in want.items() if k not in ("participants", "throttled")}
+    # read back, the step's plan is what the report reads: the expected workers, each flow's path and throttle
+    (step_plan,) = [s.plan for s in load_run(path).steps]
+    assert step_plan.expected_workers == ["w1", "w2"]
+    assert step_plan.flows[("w2", "w2")].as_dict() == {
+        "mtu": 9000, "throttle": "2gbit", "goodput_factor": None, "throttle_mechanism": "w2: tc htb on eth0's egress",
         "path": [{"link": "w2->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"},
                  {"link": "w2 egress", "rate": "2gbit", "throttle": True}]}
-    assert saved["experiments"][0]["applied_throttles"] == {"w2": "tc htb on eth0's egress"}
     assert saved["lab"]["hosts"] == {"w1": {"kernel": "6.1.0-test"}} and saved["lab"]["controller"]["ansible_core"]
     assert os.listdir(os.path.join(path, "counters", "barrier")) == ["w1.json"]
     start = json.load(open(os.path.join(path, "starts", "barrier.json")))

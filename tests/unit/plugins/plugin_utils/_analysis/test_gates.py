@@ -9,8 +9,10 @@ from xml.etree import ElementTree
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.aifabric.lab.plugins.filter.barrier import barrier_gates
-from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import GateError, check_expect, evaluate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import evaluate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.expect import GateError, check_expect
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import ExperimentError, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import build_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.formats import junit_xml, report_markdown, steps_csv
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
@@ -23,9 +25,11 @@ def demo_report(expect, baseline=None):
     """The v1 demo run (barrier step: 8.064 s against 8.059 s predicted, the unthrottled workers idle 33%, every error
     counter zero) with an experiment that expects ``expect`` of its barrier step."""
     run = load_run(V1_RUN)
-    experiment = {"name": "barrier", "pattern": "incast", "steps": ["barrier"], "expect": check_expect(expect)}
-    if baseline:
-        experiment["baseline"] = baseline
+    experiment = plan({"name": "barrier", "throttles": {"worker3": "2gbit"}, "expect": expect},
+                      {"workers": ["worker1", "worker2", "worker3"], "sinks": ["sink"]},
+                      {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "worker1", "worker2",
+                                                                                      "worker3"], 1)})
+    experiment.baseline = baseline
     run.experiments = [experiment]
     return build_report(run)
 
@@ -119,20 +123,20 @@ def test_the_plan_checks_and_carries_the_expectations():
     groups = {"workers": ["w1", "w2"], "sinks": ["sink"]}
     hostvars = {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "w1", "w2"], 1)}
     the_plan = plan({"name": "b", "expect": {"step_vs_predicted": 1.1}}, groups, hostvars)
-    assert the_plan["expect"] == {"step_vs_predicted": 1.1}
-    assert plan({"name": "b"}, groups, hostvars)["expect"] == {}
+    assert the_plan.expect == {"step_vs_predicted": 1.1}
+    assert plan({"name": "b"}, groups, hostvars).expect == {}
     with pytest.raises(ExperimentError, match="experiment.expect.counters"):
         plan({"name": "b", "expect": {"counters": "dirty"}}, groups, hostvars)
 
 
 def step_record(the_plan, completions, volume):
     """A coordinator's record of the plan's step, as flow_step state=collected returns it."""
-    hosts = {h: {"clients": [], "servers": []} for h in the_plan["participants"]}
+    hosts = {h: {"clients": [], "servers": []} for h in the_plan.participants}
     for host, done in completions.items():
         hosts[host]["clients"].append({"flow_id": host, "status": "ok", "bytes": volume, "volume_bytes": volume,
                                        "completion_s": done, "gbps": volume * 8 / done / 1e9, "late_s": 0.0,
                                        "start": 100.0, "start_at": 100.0})
-    return {"step": the_plan["steps"][0], "status": "ok", "hosts": hosts, "parties": {},
+    return {"step": the_plan.steps[0], "status": "ok", "hosts": hosts, "parties": {},
             "expected_flows": {h: [h] for h in completions}}
 
 
@@ -140,10 +144,10 @@ def test_the_roles_filter_breaks_the_same_gates_as_the_report():
     groups = {"workers": ["w1", "w2"], "sinks": ["sink"]}
     hostvars = {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "w1", "w2"], 1)}
     the_plan = plan({"name": "b", "volume": "1GB", "throttles": {"w2": "2gbit"},
-                     "expect": {"healthy_idle_share": 0.05, "step_vs_predicted": 1.05}}, groups, hostvars)
+                     "expect": {"healthy_idle_share": 0.05, "step_vs_predicted": 1.05}}, groups, hostvars).to_dict()
     throttles = [{"item": "w2", "description": "tc htb on eth0's egress"}]
     # w1 (unthrottled) done at 1.2 s, w2 (2gbit) at 4.1 s: w1 idles 71% of the step
-    record = step_record(the_plan, {"w1": 1.2, "w2": 4.1}, 10**9)
+    record = step_record(Plan.from_dict(the_plan), {"w1": 1.2, "w2": 4.1}, 10**9)
     broken = barrier_gates([record], the_plan, throttles)
     assert len(broken) == 1 and broken[0].startswith("step b: gate healthy_idle_share 70.7% > 5.0%")
     assert "throttled to 2gbit (w2: tc htb on eth0's egress)" in broken[0]

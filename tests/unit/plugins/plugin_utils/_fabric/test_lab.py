@@ -17,12 +17,11 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import (
     FabricLabError,
     assign_ports,
     fabric_topology,
-    lookup_flows,
     place,
 )
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.ecmp import expected_slowdown
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import goodput_factor
-from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import host_args
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import host_args, lookup_flows
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import ExperimentError, plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import build_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
@@ -83,7 +82,7 @@ def _plan(**fabric):
 def _answer(the_plan, spine_of):
     """What fabric_paths would answer: each flow's spine chosen by ``spine_of(host, sport)``."""
     leaf = {"w1": "leaf1", "w2": "leaf1", "w3": "leaf2", "w4": "leaf2"}
-    by_address = {e["address"]: h for h, e in the_plan["hosts"].items()}
+    by_address = {e.address: h for h, e in the_plan.hosts.items()}
     out = []
     for flow in lookup_flows(the_plan):
         src = flow["id"].split("|")[1]
@@ -97,17 +96,17 @@ def _answer(the_plan, spine_of):
 
 def test_a_plan_on_the_fabric_looks_up_its_ports_and_places_its_streams():
     p = _plan(placement="hash", port_seed=1)
-    assert p["fabric"]["hash"] == "l4" and p["fabric"]["seed"] == 3  # the inventory's, unless the experiment says
-    assert [c["path"] for h in ("w1", "w3") for c in p["rounds"][0]["hosts"][h]["clients"]] == [[], []]
+    assert p.fabric.hash == "l4" and p.fabric.seed == 3  # the inventory's, unless the experiment says
+    assert [f.path for h in ("w1", "w3") for f in p.rounds[0].parts[h].flows] == [[], []]
     asked = lookup_flows(p)
     assert len(asked) == 4 and {a["dport"] for a in asked} == {18600}
     assert {(a["src"], a["dst"]) for a in asked} == {("198.18.1.11", "198.18.2.11"), ("198.18.1.12", "198.18.2.12"),
                                                      ("198.18.2.11", "198.18.1.11"), ("198.18.2.12", "198.18.1.12")}
     placed = place(p, _answer(p, lambda host, sport: "spine1"))
-    w1 = placed["fabric"]["flows"]["x"]["w1"]["w1"]
-    assert w1[0]["links"][1] == "leaf1->spine1"
+    (w1,) = placed.fabric.streams("x", "w1", "w1")
+    assert w1.links[1] == "leaf1->spine1" and p.fabric.placed == {}  # placed: a new plan
     args = host_args(placed, "w1", "x", "t" * 32)
-    assert args["clients"][0]["source_ports"] == [w1[0]["sport"]]
+    assert args["clients"][0]["source_ports"] == [w1.sport]
     with pytest.raises(FabricLabError, match="no answer for"):
         place(p, [])
     with pytest.raises(FabricLabError, match="fabric lookup of .*: no route"):
@@ -118,7 +117,7 @@ def test_spread_takes_the_candidate_whose_path_is_least_loaded():
     p = _plan(placement="spread")
     # the kernel's answer: an even port goes by spine1, an odd one by spine2
     placed = place(p, _answer(p, lambda host, sport: "spine1" if sport % 2 == 0 else "spine2"))
-    uplinks = [placed["fabric"]["flows"]["x"][h][h][0]["links"][1] for h in ("w1", "w2", "w3", "w4")]
+    uplinks = [placed.fabric.streams("x", h, h)[0].links[1] for h in ("w1", "w2", "w3", "w4")]
     assert sorted(uplinks) == ["leaf1->spine1", "leaf1->spine2", "leaf2->spine1", "leaf2->spine2"]
 
 
@@ -146,14 +145,14 @@ def _step_run(spines, completions, counted=None, used_ports=None):
     plans = step_plans(placed)
     records = {"x": []}
     for host in ("w1", "w2", "w3", "w4"):
-        sport = placed["fabric"]["flows"]["x"][host][host][0]["sport"]
+        sport = placed.fabric.streams("x", host, host)[0].sport
         records["x"].append({"host": host, "flow_id": host, "status": "ok", "bytes": 10**9, "volume_bytes": 10**9,
                              "completion_s": completions[host], "gbps": 8.0 / completions[host], "late_s": 0.0001,
                              "source_ports": [used_ports.get(host, sport) if used_ports else sport]})
     links = plans["x"].fabric["links"]
     carried = {}
     for host in spines:
-        for name in placed["fabric"]["flows"]["x"][host][host][0]["links"]:
+        for name in placed.fabric.streams("x", host, host)[0].links:
             carried[name] = carried.get(name, 0) + 10**9
     counted = counted or {name: int(b * 1.007) for name, b in carried.items()}
     counters = {}

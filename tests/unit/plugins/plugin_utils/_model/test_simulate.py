@@ -120,13 +120,12 @@ def lab_steps():
     for pattern in list(PATTERNS) + list(COLLECTIVES):
         p = plan({"name": "x", "pattern": pattern, "volume": "1GB", "throttles": {"w4": "2gbit"}},
                  {"workers": workers, "sinks": ["s1", "s2"]}, hostvars, line_rate="8gbit", switch="sw")
-        for k, rnd in enumerate(p["rounds"]):
+        for k, rnd in enumerate(p.rounds):
             flows, links, volumes = {}, {}, {}
-            for host, part in rnd["hosts"].items():
-                for c in part["clients"]:
-                    flows[(host, c["flow_id"])] = [hop["link"] for hop in c["path"]]
-                    links.update({hop["link"]: parse_rate(hop["rate"]) for hop in c["path"]})
-                    volumes[(host, c["flow_id"])] = c["volume"]
+            for f in rnd.flows():
+                flows[(f.src, f.flow_id)] = [hop.link for hop in f.path]
+                links.update({hop.link: parse_rate(hop.rate) for hop in f.path})
+                volumes[(f.src, f.flow_id)] = f.volume
             if flows:
                 yield pytest.param(flows, links, volumes, id="%s.%d" % (pattern, k))
 

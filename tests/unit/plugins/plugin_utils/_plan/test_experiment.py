@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import batch_args, host_args
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import ExperimentError, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Hop, Server
 
 GROUPS = {"workers": ["worker1", "worker2", "worker3"], "sinks": ["sink"], "switches": ["switch"]}
 HOSTVARS = {"sink": {"lab_address": "198.18.0.1"}, "worker1": {"lab_address": "198.18.0.11"},
@@ -12,35 +12,35 @@ HOSTVARS = {"sink": {"lab_address": "198.18.0.1"}, "worker1": {"lab_address": "1
 
 def test_incast_plan_of_the_seed():
     p = plan({"name": "barrier", "volume": "2GB", "throttles": {"worker3": "2gbit"}}, GROUPS, HOSTVARS)
-    assert p["participants"] == ["sink", "worker1", "worker2", "worker3"]
-    assert p["sources"] == ["worker1", "worker2", "worker3"] and p["destinations"] == ["sink"]
-    servers = p["rounds"][0]["hosts"]["sink"]["servers"]
-    assert servers == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1", "volume": 2 * 10**9}]
-    w3 = p["rounds"][0]["hosts"]["worker3"]["clients"][0]
-    assert w3["address"] == "198.18.0.1" and w3["volume"] == 2 * 10**9
+    assert p.participants == ["sink", "worker1", "worker2", "worker3"]
+    assert p.sources == ["worker1", "worker2", "worker3"] and p.destinations == ["sink"]
+    (this_round,) = p.rounds
+    assert this_round.parts["sink"].servers == [Server(port=18600, expected_clients=3, address="198.18.0.1",
+                                                       volume=2 * 10**9)]
+    (w3,) = this_round.parts["worker3"].flows
+    # a flow knows where it goes: its destination host, and that host's server
+    assert (w3.src, w3.dst, w3.address, w3.port, w3.volume) == ("worker3", "sink", "198.18.0.1", 18600, 2 * 10**9)
     # out of the sender's switch port and into the sink's, each at the line rate, and the sender's throttle
-    assert w3["path"] == [{"link": "worker3->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"},
-                          {"link": "worker3 egress", "rate": "2gbit", "throttle": True}]
-    assert p["rounds"][0]["hosts"]["worker1"]["clients"][0]["path"] == [
-        {"link": "worker1->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"}]
-    assert p["hosts"]["worker3"]["throttle"] == "2gbit" and p["hosts"]["worker1"]["throttle"] is None
-    assert p["throttled"] == ["worker3"]
-    assert p["steps"] == ["barrier"]
-    assert p["hosts"]["worker3"]["address"] == "198.18.0.13"
+    assert w3.path == [Hop("worker3->switch", "8gbit"), Hop("switch->sink", "8gbit"),
+                       Hop("worker3 egress", "2gbit", throttle=True)]
+    assert this_round.parts["worker1"].flows[0].path == [Hop("worker1->switch", "8gbit"), Hop("switch->sink", "8gbit")]
+    assert p.hosts["worker3"].throttle.rate == "2gbit" and p.hosts["worker1"].throttle is None
+    assert p.throttled == ["worker3"]
+    assert p.steps == ["barrier"] and p.repetitions == [["barrier"]] and p.step_round == {"barrier": 0}
+    assert p.hosts["worker3"].address == "198.18.0.13"
     # the sink coordinates the rendezvous of every host of the step, on the port below the flows'
-    assert p["rendezvous"] == {"host": "sink", "address": "198.18.0.1", "port": 18599,
-                               "parties": ["sink", "worker1", "worker2", "worker3"], "start_at": None}
-    assert p["rounds"][0]["expected_flows"] == {"worker1": ["worker1"], "worker2": ["worker2"], "worker3": ["worker3"]}
-    assert p["step_round"] == {"barrier": 0} and p["collective"] is None
-    assert p["arm_timeout"] == 60 and p["late_bound"] == 0.01 and p["strict_start"] is False
-    assert w3["streams"] == 1 and "annotations" not in w3  # the plan's facts reach the report through plan.json
+    assert (p.rendezvous.host, p.rendezvous.port, p.rendezvous.start_at) == ("sink", 18599, None)
+    assert this_round.expected_flows == {"worker1": ["worker1"], "worker2": ["worker2"], "worker3": ["worker3"]}
+    assert p.collective is None
+    assert p.arm_timeout == 60 and p.late_bound == 0.01 and p.strict_start is False
+    assert w3.streams == 1
 
 
 def test_first_n_workers_and_repeated_steps():
     p = plan({"name": "b", "workers": 2, "steps": 3}, GROUPS, HOSTVARS)
-    assert p["sources"] == ["worker1", "worker2"]
-    assert p["steps"] == ["b-1", "b-2", "b-3"]
-    assert p["rounds"][0]["hosts"]["sink"]["servers"][0]["expected_clients"] == 2
+    assert p.sources == ["worker1", "worker2"]
+    assert p.steps == ["b-1", "b-2", "b-3"] and p.repetitions == [["b-1"], ["b-2"], ["b-3"]]
+    assert p.rounds[0].parts["sink"].servers[0].expected_clients == 2
 
 
 @pytest.mark.parametrize(
@@ -89,72 +89,46 @@ def test_bad_line_rate():
 
 def test_streams_count_connections_at_the_server():
     p = plan({"streams": 4}, GROUPS, HOSTVARS)
-    assert p["rounds"][0]["hosts"]["sink"]["servers"][0]["expected_clients"] == 12
-    hosts = p["rounds"][0]["hosts"]
-    assert all(c["streams"] == 4 for h in ("worker1", "worker2", "worker3") for c in hosts[h]["clients"])
+    assert p.rounds[0].parts["sink"].servers[0].expected_clients == 12
+    assert all(f.streams == 4 for f in p.rounds[0].flows()) and len(p.rounds[0].flows()) == 3
 
 
 def test_ring_hosts_serve_and_send_and_the_first_host_coordinates_without_a_sink():
     p = plan({"pattern": "ring"}, {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
-    assert p["rendezvous"]["host"] == "worker1"
-    assert p["rounds"][0]["hosts"]["worker1"]["clients"][0]["address"] == "198.18.0.12"
-    assert p["rounds"][0]["hosts"]["worker1"]["servers"][0]["expected_clients"] == 1
+    assert p.rendezvous.host == "worker1"
+    (w1,) = p.rounds[0].parts["worker1"].flows
+    assert (w1.dst, w1.address) == ("worker2", "198.18.0.12")
+    assert p.rounds[0].parts["worker1"].servers[0].expected_clients == 1
 
 
-def test_host_args_fold_in_the_throttle_the_host_got():
-    p = plan({"name": "b", "throttles": {"worker3": "2gbit"}}, GROUPS, HOSTVARS)
-    throttle = {"mechanism": "tc", "description": "tc htb on eth0's egress", "flow_args": {}}
-    args = host_args(p, "worker3", "b", "tok", throttle=throttle)
-    assert args["party"] == "worker3" and args["token"] == "tok" and args["step"] == "b"
-    (client,) = args["clients"]
-    assert client == {"flow_id": "worker3", "address": "198.18.0.1", "port": 18600, "volume": 10**9, "streams": 1}
-    assert args["counters"] == {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}
-    # a worker is told where to meet; only the coordinating host gets every host and flow of the step
-    assert args["rendezvous"] == {"host": "sink", "address": "198.18.0.1", "port": 18599, "start_at": None}
-    sink = host_args(p, "sink", "b", "tok")
-    assert sink["rendezvous"]["parties"] == ["sink", "worker1", "worker2", "worker3"]
-    assert sink["rendezvous"]["expected_flows"] == {"worker1": ["worker1"], "worker2": ["worker2"],
-                                                    "worker3": ["worker3"]}
-    assert sink["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1",
-                                "max_bytes": 2 * 10**9}]
-    assert sink["clients"] == [] and sink["counters"]["qdiscs"] == []
+def test_a_host_that_sends_several_flows_names_each_after_its_destination():
+    p = plan({"pattern": "all_to_all"}, {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    flows = p.rounds[0].parts["worker1"].flows
+    assert [(f.flow_id, f.dst, f.address) for f in flows] == [("worker1->worker2", "worker2", "198.18.0.12"),
+                                                               ("worker1->worker3", "worker3", "198.18.0.13")]
 
 
-def test_host_args_for_perftest_carry_the_device_and_the_rate_limit():
-    p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS,
-             rdma_device="mlx5_0")
-    throttle = {"mechanism": "perftest_sw", "flow_args": {"rate_limit": "2gbit"}}
-    args = host_args(p, "worker2", "barrier", "t", throttle=throttle)
-    assert args["perftest"] == {"tool": "ib_read_bw", "device": "mlx5_0"}
-    assert args["clients"][0]["rate_limit"] == "2gbit" and args["clients"][0]["source"] == "198.18.0.12"
-    assert args["clients"][0]["port"] == 18601  # one perftest server process per client
-    assert host_args(p, "sink", "barrier", "t")["servers"][0]["volume"] == 10**9
-    assert p["goodput_factor"] == pytest.approx(1024 / (1024 + 58), abs=0.01)
+def test_a_collective_is_rounds_of_steps_repeated():
+    p = plan({"name": "ar", "pattern": "allreduce_ring", "steps": 2, "volume": "3GB"},
+             {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    # 3 ranks: 2 x (3 - 1) = 4 rounds, each a step, repeated twice
+    assert len(p.rounds) == 4
+    assert p.repetitions == [["ar-1.1", "ar-1.2", "ar-1.3", "ar-1.4"], ["ar-2.1", "ar-2.2", "ar-2.3", "ar-2.4"]]
+    assert p.step_round["ar-2.3"] == 2 and p.round_of("ar-2.3") is p.rounds[2]
+    # each round carries V/n: 3 GB / 3 ranks
+    assert {f.volume for r in p.rounds for f in r.flows()} == {10**9}
+    assert (p.collective.name, p.collective.ranks, p.collective.size) == ("allreduce_ring", 3, 3 * 10**9)
+    assert p.collective.bus_factor == pytest.approx(2 * (3 - 1) / 3)
 
 
 NETNS = {h: dict(v, ansible_connection="aifabric.lab.netns", ansible_netns_prefix="afl-") for h, v in HOSTVARS.items()}
 
 
-def test_a_lab_of_namespaces_starts_every_part_from_one_task():
+def test_a_lab_of_namespaces_can_start_every_part_from_one_task():
     p = plan({"name": "b", "throttles": {"worker3": "2gbit"}}, GROUPS, NETNS)
-    assert p["batch_start"] is True
-    assert {h: e["netns"] for h, e in p["hosts"].items()} == {
+    assert p.batch_start is True
+    assert {h: e.netns for h, e in p.hosts.items()} == {
         "sink": "afl-sink", "worker1": "afl-worker1", "worker2": "afl-worker2", "worker3": "afl-worker3"}
-    throttle = {"mechanism": "tc", "description": "tc htb on eth1's egress", "flow_args": {}}
-    args = batch_args(p, "b", "tok", throttles={"worker3": throttle}, only=["sink", "worker1", "worker3"])
-    # the common arguments are the coordinating host's (every host and flow of the step)
-    assert args["rendezvous"]["parties"] == p["participants"] and args["token"] == "tok" and args["step"] == "b"
-    # a part per host still in the play, each what that host's own task would get, with its namespace
-    assert [(x["party"], x["netns"]) for x in args["parts"]] == [
-        ("sink", "afl-sink"), ("worker1", "afl-worker1"), ("worker3", "afl-worker3")]
-    sink, _w1, w3 = args["parts"]
-    assert w3 == {"party": "worker3", "netns": "afl-worker3", "servers": [],
-                  "clients": [{"flow_id": "worker3", "address": "198.18.0.1", "port": 18600, "volume": 10**9,
-                               "streams": 1}],
-                  "counters": {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}}
-    assert sink["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1", "max_bytes": 2 * 10**9}]
-    # a part's own arguments carry no rendezvous: the one task's is the coordinator's, shared
-    assert "rendezvous" not in w3
 
 
 @pytest.mark.parametrize("hostvars, spec, why", [
@@ -164,43 +138,48 @@ def test_a_lab_of_namespaces_starts_every_part_from_one_task():
     (NETNS, {"engine": "perftest"}, "perftest: the RDMA device is per host"),
 ])
 def test_each_host_starts_its_own_part_elsewhere(hostvars, spec, why):
-    p = plan(dict({"name": "b"}, **spec), GROUPS, hostvars)
-    assert p["batch_start"] is False, why
-    with pytest.raises(ExperimentError, match="start each host's part on the host"):
-        batch_args(p, "b", "tok")
+    assert plan(dict({"name": "b"}, **spec), GROUPS, hostvars).batch_start is False, why
 
 
 def test_the_namespace_is_the_one_the_connection_enters():
     hv = dict(NETNS, worker1=dict(NETNS["worker1"], ansible_netns_name="w-one"),
               worker2=dict(NETNS["worker2"], ansible_host="w-two"))
     p = plan({"name": "b"}, GROUPS, hv)
-    assert p["hosts"]["worker1"]["netns"] == "afl-w-one" and p["hosts"]["worker2"]["netns"] == "afl-w-two"
+    assert p.hosts["worker1"].netns == "afl-w-one" and p.hosts["worker2"].netns == "afl-w-two"
     with pytest.raises(ExperimentError, match="batch_start: 'yes'; give true or false"):
         plan({"batch_start": "yes"}, GROUPS, NETNS)
 
 
-def test_the_plan_gives_each_throttle_its_module_arguments_and_each_host_its_interface():
+def test_each_host_gets_its_interface_and_each_throttle_its_peers():
     hv = dict(HOSTVARS, worker2=dict(HOSTVARS["worker2"], lab_interface="ens5"),
               worker3=dict(HOSTVARS["worker3"], experiment_interface="data0", lab_interface="ens5"))
     p = plan({"throttles": {"worker3": "2gbit", "worker2": "3gbit"}}, GROUPS, hv, interface="eth1")
-    assert {h: e["interface"] for h, e in p["hosts"].items()} == {
+    assert {h: e.interface for h, e in p.hosts.items()} == {
         "sink": "eth1", "worker1": "eth1", "worker2": "ens5", "worker3": "data0"}
-    assert p["hosts"]["worker3"]["throttle_args"] == {"rate": "2gbit", "engine": "tcp", "interface": "data0",
-                                                      "rdma_device": None, "peers": []}
-    assert "throttle_args" not in p["hosts"]["worker1"]
-    # the counters are read where the throttle shapes
-    assert host_args(p, "worker3", "barrier", "t")["counters"]["interface"] == "data0"
+    assert p.hosts["worker3"].throttle.peers == []  # one destination: nothing to share between
     rdma = plan({"engine": "perftest", "throttles": {"worker3": "2gbit"}}, GROUPS,
                 dict(hv, worker3=dict(hv["worker3"], lab_rdma_device="rxe1")), rdma_device="rxe0")
-    assert rdma["hosts"]["worker3"]["throttle_args"]["rdma_device"] == "rxe1"
-    assert host_args(rdma, "worker1", "barrier", "t")["perftest"]["device"] == "rxe0"
+    assert rdma.hosts["worker3"].rdma_device == "rxe1" and rdma.hosts["worker1"].rdma_device == "rxe0"
+    # a host that sends to several peers shares its throttle between them (tc's fair classes)
+    ring = plan({"pattern": "ring_bidirectional", "throttles": {"worker2": "2gbit"}},
+                {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    assert ring.hosts["worker2"].throttle.peers == ["198.18.0.11", "198.18.0.13"]
+
+
+def test_perftest_knows_the_payload_share_of_the_roce_wire():
+    p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS,
+             rdma_device="mlx5_0")
+    # RoCEv2 over Ethernet: 58 bytes of headers (14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 ICRC) per 1024-byte packet
+    assert p.goodput_factor == pytest.approx(1024 / (1024 + 58), abs=1e-9)
+    # one perftest server process per client flow, on port, port + 1, ...
+    assert [f.port for f in p.rounds[0].flows()] == [18600, 18601, 18602]
 
 
 def test_a_null_field_takes_its_default():
     """docs/experiments.md lists the defaults with nulls (control_port: null): the plan reads them as not given."""
     p = plan({"name": "b", "control_port": None, "coordinator": None, "start_at": None, "throttles": None}, GROUPS,
              HOSTVARS)
-    assert p["rendezvous"]["port"] == 18599 and p["rendezvous"]["host"] == "sink" and p["throttled"] == []
+    assert p.rendezvous.port == 18599 and p.rendezvous.host == "sink" and p.throttled == []
 
 
 def test_the_roles_argument_spec_describes_every_field_the_plan_knows():

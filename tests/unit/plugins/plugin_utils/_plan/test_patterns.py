@@ -25,17 +25,16 @@ def lab_plan(pattern, **kw):
 def predicted(p, k=0):
     """{(host, flow_id): seconds} of round k, from the plan's paths (links with rates) and volumes."""
     flows, links, volumes = {}, {}, {}
-    for host, part in p["rounds"][k]["hosts"].items():
-        for c in part["clients"]:
-            key = (host, c["flow_id"])
-            flows[key] = [hop["link"] for hop in c["path"]]
-            links.update({hop["link"]: parse_rate(hop["rate"]) for hop in c["path"]})
-            volumes[key] = c["volume"]
+    for f in p.rounds[k].flows():
+        key = (f.src, f.flow_id)
+        flows[key] = [hop.link for hop in f.path]
+        links.update({hop.link: parse_rate(hop.rate) for hop in f.path})
+        volumes[key] = f.volume
     return {k: round(v, 6) for k, v in predict_completions(flows, links, volumes).items()}
 
 
 def pairs(p, k=0):
-    return sorted((h, c["address"]) for h, part in p["rounds"][k]["hosts"].items() for c in part["clients"])
+    return sorted((f.src, f.address) for f in p.rounds[k].flows())
 
 
 ADDR = {h: v["lab_address"] for h, v in HOSTVARS.items()}
@@ -70,7 +69,7 @@ def test_pairwise_is_a_round_robin_tournament():
     """4 workers: 3 rounds of 2 disjoint pairs, each pair exchanging both ways; every two workers meet once. In each
     round w4's flow runs at its throttle (4.0 s), the others at the line (1.0 s)."""
     p = lab_plan("pairwise")
-    assert p["steps"] == ["x.1", "x.2", "x.3"] and len(p["rounds"]) == 3
+    assert p.steps == ["x.1", "x.2", "x.3"] and len(p.rounds) == 3
     met = sorted(tuple(sorted(pair)) for r in tournament(W) for pair in r)
     assert met == sorted((a, b) for i, a in enumerate(W) for b in W[i + 1:])
     for k in range(3):
@@ -102,7 +101,7 @@ def test_one_to_many_the_roots_port_is_the_bottleneck(root, seconds):
     """Root w1: 3 flows share its 8 Gb/s port, 8/3 each: 3.0 s. Root w4: its 2 Gb/s throttle, 2/3 each: 12.0 s."""
     p = lab_plan("one_to_many", **({"root": root} if root else {}))
     sender = root or "w1"
-    assert sorted(p["rounds"][0]["expected_flows"]) == [sender]
+    assert sorted(p.rounds[0].expected_flows) == [sender]
     assert set(predicted(p).values()) == {seconds}
 
 
@@ -122,12 +121,12 @@ def test_collectives_are_rounds_of_v_over_n(collective, rounds, bus_factor):
     """V = 1 GB over 4 ranks: flows of 250 MB (2 Gbit). A ring round: w4 -> w1 at 2 Gb/s, 1.0 s; the others 0.25 s.
     AlltoAll: w4's 3 flows at 2/3 Gb/s, 3.0 s. nccl-tests' bus factors: 2(n-1)/n = 1.5, (n-1)/n = 0.75."""
     p = lab_plan(collective)
-    assert len(p["rounds"]) == rounds
-    assert p["steps"] == (["x.%d" % (k + 1) for k in range(rounds)] if rounds > 1 else ["x"])
-    assert p["collective"] == {"name": collective, "ranks": 4, "size": 10**9, "bus_factor": bus_factor}
+    assert len(p.rounds) == rounds
+    assert p.steps == (["x.%d" % (k + 1) for k in range(rounds)] if rounds > 1 else ["x"])
+    assert p.collective.to_dict() == {"name": collective, "ranks": 4, "size": 10**9, "bus_factor": bus_factor}
     for k in range(rounds):
         out = predicted(p, k)
-        assert all(c["volume"] == 250 * 10**6 for part in p["rounds"][k]["hosts"].values() for c in part["clients"])
+        assert all(f.volume == 250 * 10**6 for f in p.rounds[k].flows())
         if collective == "alltoall":
             assert max(out.values()) == 3.0 and min(out.values()) == 0.75
         else:
@@ -136,8 +135,8 @@ def test_collectives_are_rounds_of_v_over_n(collective, rounds, bus_factor):
 
 def test_repeated_collectives_name_their_rounds_per_repetition():
     p = lab_plan("allgather_ring", steps=2)
-    assert p["repetitions"] == [["x-1.1", "x-1.2", "x-1.3"], ["x-2.1", "x-2.2", "x-2.3"]]
-    assert p["step_round"]["x-2.3"] == 2
+    assert p.repetitions == [["x-1.1", "x-1.2", "x-1.3"], ["x-2.1", "x-2.2", "x-2.3"]]
+    assert p.step_round["x-2.3"] == 2
 
 
 def test_a_flow_speeds_up_when_a_co_bottlenecked_flow_ends():
@@ -166,8 +165,8 @@ def test_the_flow_lists_of_the_many_flow_patterns():
     assert pairs(lab_plan("many_to_many")) == sorted((w, ADDR[s]) for w in W for s in ("s1", "s2"))
     # a host that sends several flows names each after its peer; the server counts every incoming flow
     p = lab_plan("all_to_all")
-    assert [c["flow_id"] for c in p["rounds"][0]["hosts"]["w1"]["clients"]] == ["w1->w2", "w1->w3", "w1->w4"]
-    assert p["rounds"][0]["hosts"]["w2"]["servers"][0]["expected_clients"] == 3
+    assert [f.flow_id for f in p.rounds[0].parts["w1"].flows] == ["w1->w2", "w1->w3", "w1->w4"]
+    assert p.rounds[0].parts["w2"].servers[0].expected_clients == 3
 
 
 def test_a_worker_sitting_out_a_round_still_joins_its_rendezvous_with_nothing_to_send():
@@ -176,19 +175,19 @@ def test_a_worker_sitting_out_a_round_still_joins_its_rendezvous_with_nothing_to
     from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import host_args
 
     p = plan({"name": "x", "pattern": "pairwise", "workers": 3}, GROUPS, HOSTVARS)
-    assert len(p["rounds"]) == 3
-    for k, step in enumerate(p["steps"]):
-        out = [h for h in ("w1", "w2", "w3") if h not in p["rounds"][k]["hosts"]]
+    assert len(p.rounds) == 3
+    for k, step in enumerate(p.steps):
+        out = [h for h in ("w1", "w2", "w3") if h not in p.rounds[k].parts]
         assert len(out) == 1
         args = host_args(p, out[0], step, "t")
         assert args["servers"] == [] and args["clients"] == []
-        coordinator = host_args(p, p["rendezvous"]["host"], step, "t")["rendezvous"]
+        coordinator = host_args(p, p.rendezvous.host, step, "t")["rendezvous"]
         assert set(coordinator["parties"]) == {"w1", "w2", "w3"} and out[0] not in coordinator["expected_flows"]
 
 
 def test_the_throttle_is_shared_between_the_peers_of_a_host_that_sends_to_several():
-    assert lab_plan("all_to_all")["hosts"]["w4"]["throttle_args"]["peers"] == [ADDR["w1"], ADDR["w2"], ADDR["w3"]]
-    assert lab_plan("incast")["hosts"]["w4"]["throttle_args"]["peers"] == []  # one destination: one queue
+    assert lab_plan("all_to_all").hosts["w4"].throttle.peers == [ADDR["w1"], ADDR["w2"], ADDR["w3"]]
+    assert lab_plan("incast").hosts["w4"].throttle.peers == []  # one destination: one queue
 
 
 def test_shift_sends_every_worker_to_the_one_half_the_list_further_on():

@@ -5,6 +5,7 @@ import json
 import os
 
 import pytest
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Collective, Plan, Rendezvous, Round
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import build_report as _build_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import render_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
@@ -116,6 +117,14 @@ def test_a_version_1_run_directory_re_renders_as_version_2(tmp_path):
     assert [line for line in kept if line not in new_lines] == []
 
 
+def experiment(name, pattern, steps, rounds=1, collective=None):
+    """A plan of ``steps`` (each repetition ``rounds`` of them), as the report reads it: names, pattern, collective."""
+    return Plan(name=name, kind="barrier", pattern=pattern, engine="tcp", volume=10**9, line_rate="8gbit", mtu=9000,
+                hosts={}, rounds=[Round() for _ in range(rounds)], steps=list(steps),
+                rendezvous=Rendezvous("w1", 18599),
+                collective=Collective(**collective) if collective else None)
+
+
 def _step(name, step_s, straggler="w4", status="ok", predicted=None, unthrottled=None):
     workers = [{"host": "w1", "idle_s": (step_s or 0) / 2, "idle_share": 0.5},
                {"host": "w4", "idle_s": 0.0, "idle_share": 0.0}]
@@ -133,8 +142,7 @@ def test_an_experiments_steps_together_percentiles_stragglers_and_failed_steps_n
 
     steps = [_step("b-1", 1.0), _step("b-2", 2.0, straggler="w1"), _step("b-3", 3.0), _step("b-4", None,
              status="failed"), _step("b-5", 4.0)]
-    e = summarize_experiment({"name": "b", "pattern": "incast", "steps": ["b-1", "b-2", "b-3", "b-4", "b-5", "b-6"]},
-                             steps)
+    e = summarize_experiment(experiment("b", "incast", ["b-1", "b-2", "b-3", "b-4", "b-5", "b-6"]), steps)
     assert e["steps"] == 6 and e["steps_ok"] == 4
     assert e["step_s"]["p50"] == 2.5 and e["step_s"]["p90"] == pytest.approx(3.7) and e["step_s"]["max"] == 4.0
     assert e["straggler_frequency"] == {"w4": 3, "w1": 1}
@@ -152,9 +160,9 @@ def test_a_collectives_time_algbw_busbw_and_what_the_straggler_cost():
 
     names = ["a.%d" % k for k in range(1, 7)]
     steps = [_step(n, 1.0, predicted=1.0, unthrottled=0.25) for n in names]
-    e = summarize_experiment({"name": "a", "pattern": "allreduce_ring", "steps": names, "repetitions": [names],
-                              "collective": {"name": "allreduce_ring", "ranks": 4, "size": 10**9,
-                                             "bus_factor": 1.5}}, steps)
+    ring = experiment("a", "allreduce_ring", names, rounds=6,
+                      collective={"name": "allreduce_ring", "ranks": 4, "size": 10**9, "bus_factor": 1.5})
+    e = summarize_experiment(ring, steps)
     (rep,) = e["collective"]["repetitions"]
     assert rep["time_s"] == 6.0 and rep["predicted_s"] == 6.0 and rep["predicted_unthrottled_s"] == 1.5
     assert rep["algbw_GBps"] == pytest.approx(1 / 6, abs=1e-6) and rep["busbw_GBps"] == pytest.approx(0.25, abs=1e-6)
@@ -164,7 +172,5 @@ def test_a_collectives_time_algbw_busbw_and_what_the_straggler_cost():
            "4.500 s = 75%; algbw 0.167 GB/s, busbw 0.250 GB/s" in text
     # a failed round: the repetition has no time, and says so
     steps[2] = _step("a.3", None, status="failed")
-    e = summarize_experiment({"name": "a", "pattern": "allreduce_ring", "steps": names, "repetitions": [names],
-                              "collective": {"name": "allreduce_ring", "ranks": 4, "size": 10**9,
-                                             "bus_factor": 1.5}}, steps)
+    e = summarize_experiment(ring, steps)
     assert e["collective"]["repetitions"][0]["status"] == "failed" and e["collective"]["time_s"] is None

@@ -13,6 +13,7 @@ import shutil
 from xml.etree import ElementTree
 
 import pytest
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Collective, Plan, Rendezvous, Round
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run, build_report, render_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.html import FULL_STEPS, report_html
@@ -24,6 +25,14 @@ HOSTILE = "<script>alert(\"w3\")</script>&'"
 LAB = {"controller": {"ansible_core": "2.19.14", "collection": "0.1.0", "kernel": "6.18.44-fc-v669",
                       "python": "3.11.2"},
        "hosts": {h: {"kernel": "6.18.44-fc-v669"} for h in ("sink", "worker1", "worker2", "worker3")}}
+
+
+def experiment(name, pattern, steps, rounds=1, collective=None):
+    """A plan of ``steps`` (each repetition ``rounds`` of them), as the report reads it: names, pattern, collective."""
+    return Plan(name=name, kind="barrier", pattern=pattern, engine="tcp", volume=10**9, line_rate="8gbit", mtu=9000,
+                hosts={}, rounds=[Round() for _ in range(rounds)], steps=list(steps),
+                rendezvous=Rendezvous("w1", 18599),
+                collective=Collective(**collective) if collective else None)
 
 
 def demo(tmp_path):
@@ -205,7 +214,7 @@ def repeated(n, failed=()):
 
 def test_an_experiment_of_several_steps_draws_its_distribution_and_keeps_the_page_short():
     names = ["barrier-%d" % k for k in range(1, 9)]
-    run = build_run(repeated(8, failed=(5,)), experiments=[{"name": "barrier", "pattern": "incast", "steps": names}])
+    run = build_run(repeated(8, failed=(5,)), experiments=[experiment("barrier", "incast", names)])
     report = build_report(run)
     (e,) = report["experiments"]
     assert e["steps_ok"] == 7 and e["straggler_frequency"] == {"worker3": 7}
@@ -235,9 +244,9 @@ def test_an_experiment_of_several_steps_draws_its_distribution_and_keeps_the_pag
 
 def test_a_collective_draws_each_repetitions_rounds():
     names = ["barrier-%d" % k for k in range(1, 7)]
-    run = build_run(repeated(6), experiments=[{
-        "name": "ring", "pattern": "allreduce_ring", "steps": names, "repetitions": [names[:3], names[3:]],
-        "collective": {"name": "allreduce_ring", "ranks": 3, "size": 3 * 10**9, "bus_factor": 4 / 3}}])
+    run = build_run(repeated(6), experiments=[experiment(
+        "ring", "allreduce_ring", names, rounds=3,
+        collective={"name": "allreduce_ring", "ranks": 3, "size": 3 * 10**9, "bus_factor": 4 / 3})])
     report = build_report(run)
     root = parse(report_html(report))
     (exp,) = [s for s in root.iter("section") if s.get("data-experiment") == "ring"]
