@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sqlite3
 import sys
 import time
@@ -29,7 +28,13 @@ from contextlib import contextmanager
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history.config import config_lines
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import build_report
-from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import PLAN_FILE, load_run
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import (
+    PLAN_FILE,
+    is_run_dir,
+    load_run,
+    run_dirs,
+    stamp_of,
+)
 
 __all__ = ["DB_ENV", "DB_NAME", "SCHEMA_VERSION", "HistoryError", "default_db_path", "list_runs", "rebuild",
            "record_run"]
@@ -94,7 +99,6 @@ CREATE INDEX IF NOT EXISTS flows_run ON flows (run_id, step);
 """
 
 
-_STAMP = re.compile(r"^(\d{8}T\d{6})(?:-(.*))?$")
 
 
 class HistoryError(ValueError):
@@ -115,18 +119,13 @@ def notify_stderr(message):
 def _started(path, report):
     """When the run started (``2026-11-30 18:50:09``, local time): its directory's stamp, else its first flow's
     start, else the directory's modification time; and its label (the directory name after the stamp)."""
-    name = os.path.basename(path)
-    match = _STAMP.match(name)
-    if match:
-        try:
-            stamp = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
-            return time.strftime("%Y-%m-%d %H:%M:%S", stamp), match.group(2) or ""
-        except ValueError:
-            pass
+    stamp, label = stamp_of(path)
+    if stamp is not None:
+        return time.strftime("%Y-%m-%d %H:%M:%S", stamp), label
     starts = [w["start"] for s in report.get("steps") or [] for w in s.get("workers") or []
               if isinstance(w.get("start"), (int, float))]
     epoch = min(starts) if starts else os.path.getmtime(path)
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch)), name
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch)), label
 
 
 def median(values):
@@ -160,7 +159,7 @@ def run_rows(run_dir, report=None):
     path = os.path.abspath(str(run_dir))
     if not os.path.isdir(path):
         raise HistoryError("run_dir: %s is not a directory; give a run directory (runs/<stamp>-<playbook>)" % path)
-    if not (os.path.exists(os.path.join(path, PLAN_FILE)) or os.path.isdir(os.path.join(path, "flows"))):
+    if not is_run_dir(path):
         raise HistoryError("run_dir: %s has neither %s nor flows/: not a run directory" % (path, PLAN_FILE))
     try:
         run = load_run(path)
@@ -326,19 +325,6 @@ def _move_aside(db_path):
     return aside
 
 
-def _run_dirs(runs_dir):
-    """The run directories under ``runs_dir`` (each with plan.json or flows/), oldest name first."""
-    if not os.path.isdir(runs_dir):
-        return []
-    out = []
-    for name in sorted(os.listdir(runs_dir)):
-        full = os.path.join(runs_dir, name)
-        if os.path.isdir(full) and (os.path.isfile(os.path.join(full, PLAN_FILE))
-                                    or os.path.isdir(os.path.join(full, "flows"))):
-            out.append(full)
-    return out
-
-
 def _analyse_all(dirs, notify):
     """Every directory's rows; a directory that cannot be analysed is skipped with a warning."""
     done, skipped = [], []
@@ -353,7 +339,7 @@ def _analyse_all(dirs, notify):
 
 def _fill(conn, runs_dir, notify):
     """Index every run directory under ``runs_dir`` in one transaction (the history's rows replaced)."""
-    done, skipped = _analyse_all(_run_dirs(runs_dir), notify)
+    done, skipped = _analyse_all(run_dirs(runs_dir), notify)
     with transaction(conn):
         for table in _TABLES:
             conn.execute("DELETE FROM %s" % table)
@@ -472,7 +458,7 @@ def sync_runs(conn, runs_dir, notify):
     """Index the run directories under ``runs_dir`` the history does not hold yet (runs made before the callback
     recorded them, or whose play was interrupted)."""
     known = {r["path"] for r in conn.execute("SELECT path FROM runs").fetchall()}
-    new = [p for p in _run_dirs(runs_dir) if os.path.abspath(p) not in known]
+    new = [p for p in run_dirs(runs_dir) if os.path.abspath(p) not in known]
     if not new:
         return 0
     done, _skipped = _analyse_all(new, notify)

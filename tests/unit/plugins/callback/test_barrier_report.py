@@ -225,7 +225,7 @@ def test_one_task_that_started_every_part_names_the_host_that_could_not_start(ca
 
 def test_a_loops_summary_result_is_not_counted_twice(callback):
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "stopped", "party": "sink"}, {"results": [{}]}))
-    assert callback._steps == {}
+    assert callback._collector.flows == {}
 
 
 def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for_byte(callback, tmp_path):
