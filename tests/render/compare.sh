@@ -18,7 +18,7 @@ old=$(cd "${1:-/work/wt/base}" && pwd)
 shift || true
 runs=("$@")
 work=$(mktemp -d /tmp/aifabric-compare.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 python=$(command -v python)
 files="report.json report.txt report.md flows.csv steps.csv junit.xml report.html"
 status=0

@@ -20,8 +20,9 @@ the source and destination address and ports and the protocol, as the forwarding
 from __future__ import annotations
 
 import ipaddress
-import os
 
+from .._link import link_name
+from .._netns_enter import NetnsError, run_in_namespace
 from .spec import BRIDGE, PORT_BUCKETS, FabricError, shapers
 
 __all__ = ["Fabric", "in_netns_fork", "route_get", "sysctl_path"]
@@ -280,11 +281,11 @@ class Fabric:
                     entry["error"] = "%s is not a fabric host's address" % (flow["src"] if src is None else flow["dst"])
                     continue
                 name, iif = src["leaf"], BRIDGE
-                entry["links"].append("%s->%s" % (src["name"], name))
+                entry["links"].append(link_name(src["name"], name))
                 for _hop in range(8):
                     if name == dst["leaf"]:
                         entry["hops"].append({"switch": name, "in": iif, "out": dst["port"], "next": dst["name"]})
-                        entry["links"].append("%s->%s" % (name, dst["name"]))
+                        entry["links"].append(link_name(name, dst["name"]))
                         break
                     ns = switch[name]["namespace"]
                     if ns not in sockets:
@@ -295,7 +296,7 @@ class Fabric:
                         entry["error"] = "%s sends it out of %s, which is not a fabric link" % (name, oif)
                         break
                     entry["hops"].append({"switch": name, "in": iif, "out": oif, "next": nxt[0]})
-                    entry["links"].append("%s->%s" % (name, nxt[0]))
+                    entry["links"].append(link_name(name, nxt[0]))
                     name, iif = nxt
                 else:
                     entry["error"] = "no path within 8 switches (a routing loop?)"
@@ -391,30 +392,9 @@ def route_get(ipr, flow, iif):
 
 
 def in_netns_fork(name, fn, *args):
-    """Run ``fn(*args)`` in a child process inside network namespace ``name``; return its (JSON) value."""
-    import json
-
-    from .._netns_enter import enter
-
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(read_fd)
-        status = 0
-        try:
-            enter(name)
-            payload = json.dumps({"value": fn(*args)})
-        except BaseException as exc:  # noqa: BLE001  reported to the parent
-            payload = json.dumps({"error": "%s: %s" % (type(exc).__name__, exc)})
-            status = 1
-        with os.fdopen(write_fd, "w") as handle:
-            handle.write(payload)
-        os._exit(status)
-    os.close(write_fd)
-    with os.fdopen(read_fd) as handle:
-        data = handle.read()
-    os.waitpid(pid, 0)
-    result = json.loads(data or '{"error": "the child in %s said nothing"}' % name)
-    if "error" in result:
-        raise FabricError("in namespace %s: %s" % (name, result["error"]))
-    return result["value"]
+    """Run ``fn(*args)`` in a child process inside network namespace ``name``; return its (JSON) value
+    (``_netns_enter.run_in_namespace``; its error as a FabricError)."""
+    try:
+        return run_in_namespace(name, fn, *args)
+    except NetnsError as exc:
+        raise FabricError(exc.strerror) from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from .._link import link_name
 from .._netns_enter import valid_name
 from .._units import UnitError, format_rate, parse_rate
 
@@ -213,15 +214,15 @@ def link_table(topo):
     out = {}
     for lk in topo["links"]:
         rate = topo.get("uplink_rate")
-        out["%s->%s" % (lk["leaf"], lk["spine"])] = {"switch": lk["leaf"], "interface": lk["leaf_interface"],
+        out[link_name(lk["leaf"], lk["spine"])] = {"switch": lk["leaf"], "interface": lk["leaf_interface"],
                                                      "rate": rate, "tier": "uplink"}
-        out["%s->%s" % (lk["spine"], lk["leaf"])] = {"switch": lk["spine"], "interface": lk["spine_interface"],
+        out[link_name(lk["spine"], lk["leaf"])] = {"switch": lk["spine"], "interface": lk["spine_interface"],
                                                      "rate": rate, "tier": "downlink"}
     for host in topo["hosts"]:
         # what a host sends is counted where it enters its leaf (the port's receive counters)
-        out["%s->%s" % (host["name"], host["leaf"])] = {"switch": host["leaf"], "interface": host["port"],
+        out[link_name(host["name"], host["leaf"])] = {"switch": host["leaf"], "interface": host["port"],
                                                         "counter": "rx_bytes", "rate": topo.get("host_rate"),
                                                         "tier": "host"}
-        out["%s->%s" % (host["leaf"], host["name"])] = {"switch": host["leaf"], "interface": host["port"],
+        out[link_name(host["leaf"], host["name"])] = {"switch": host["leaf"], "interface": host["port"],
                                                         "rate": topo.get("host_rate"), "tier": "host"}
     return out

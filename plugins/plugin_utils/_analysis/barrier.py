@@ -14,11 +14,16 @@ fast step that never happened. The failed hosts and causes are listed and the co
 
 from __future__ import annotations
 
-from ansible_collections.aifabric.lab.plugins.module_utils._stats import percentile
-from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate
+from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, format_size, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import (
+    idle_share,
+    mean_idle_share,
+    percentile,
+)
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import goodput_factor, predict_completions
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.expect import LateBoundError, parse_late_bound
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import throttle_link
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Flow, Step, StepPlan
 
 __all__ = ["analyze_step", "analyze_records", "BarrierInputError", "SCHEMA_VERSION"]
@@ -54,7 +59,7 @@ def _predict(step, without_throttles=False, model=False):
         for key, path, share in pieces:
             ids = []
             for hop in path:
-                if without_throttles and (hop.get("throttle") or hop.get("link") == "%s egress" % flow.host):
+                if without_throttles and (hop.get("throttle") or hop.get("link") == throttle_link(flow.host)):
                     continue  # (runs before the flag: the throttle's link is "<host> egress")
                 link = hop.get("link")
                 if not link or hop.get("rate") is None:
@@ -273,7 +278,7 @@ def analyze_step(step, baseline_gbps=None):
     slowest = max(ok_workers, key=lambda w: w["completion_s"])
     for entry in workers:
         entry["idle_s"] = round(step_s - entry["completion_s"], 6)
-        entry["idle_share"] = round((step_s - entry["completion_s"]) / step_s, 6) if step_s > 0 else 0.0
+        entry["idle_share"] = idle_share(step_s, entry["completion_s"])
         if entry["predicted_s"]:
             entry["prediction_error"] = round(entry["completion_s"] / entry["predicted_s"] - 1, 6)
     total_bytes = sum(f.bytes or 0 for f in ok)
@@ -317,8 +322,9 @@ def analyze_step(step, baseline_gbps=None):
     }
     # The idle figures keep apart the workers that only waited (no throttle of their own) from the other throttled
     # ones: a second throttled worker also waits for the straggler, but it is not a healthy worker.
-    report["unthrottled_idle_share"] = _mean_idle([w for w in others if not w.get("throttle")], step_s)
-    report["throttled_idle_share"] = _mean_idle([w for w in others if w.get("throttle")], step_s)
+    report["unthrottled_idle_share"] = mean_idle_share([w for w in others if not w.get("throttle")]) \
+        if step_s > 0 else None
+    report["throttled_idle_share"] = mean_idle_share([w for w in others if w.get("throttle")]) if step_s > 0 else None
     if report["unthrottled_idle_share"] is not None:
         idle = "the unthrottled workers sat idle %.0f%% of the step" % (report["unthrottled_idle_share"] * 100)
     else:
@@ -362,22 +368,9 @@ def _retrans_cause(slowest, others):
         return None
     rest = max((w.get("retrans_share") or 0.0 for w in others), default=0.0)
     return "%d segments retransmitted (%s, %.2f%% of its wire%s)" % (
-        slowest["retransmits"], _size(slowest["retrans_bytes"]), share * 100,
+        slowest["retransmits"], format_size(slowest["retrans_bytes"], digits=1, sep=" ", largest="GB", kilo="kB"),
+        share * 100,
         "; the other workers at most %.2f%%" % (rest * 100) if others else "")
-
-
-def _size(count):
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if count >= scale:
-            return "%.1f %s" % (count / scale, unit)
-    return "%d B" % count
-
-
-def _mean_idle(workers, step):
-    """The mean idle share of ``workers`` (None when there are none)."""
-    if not workers or step <= 0:
-        return None
-    return round(sum(w["idle_share"] for w in workers) / len(workers), 6)
 
 
 def _round(value):

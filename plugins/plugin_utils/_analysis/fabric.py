@@ -15,7 +15,9 @@ outside both bounds: the disagreement is named, like the books check's.
 
 from __future__ import annotations
 
+from ansible_collections.aifabric.lab.plugins.module_utils._link import Link
 from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_rate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean
 
 __all__ = ["analyze_fabric", "PROOF_BELOW", "PROOF_ABOVE", "PROOF_EMPTY"]
 
@@ -93,7 +95,7 @@ def _ideal(step, info, model):
         rates.update({hop["link"]: hop["rate"] for hop in step.planned(flow).path if hop.get("rate")})
     leaves = {}
     for candidates in paths.values():
-        leaf = candidates[0][0].split("->", 1)[1]
+        leaf = Link.parse(candidates[0][0]).dst
         leaves[leaf] = leaves.get(leaf, 0) + 1
     link_rates = {(info["links"].get(n) or {}).get("rate") for n in used if n in info["links"]}
     what_if = {"rates": rates, "ideal_step_s": max(ideal.values()),
@@ -229,10 +231,6 @@ def _name_the_collision(report, out):
         report["verdict"] = "%s; %s" % (out["sentence"], report["verdict"])
 
 
-def _mean(values):
-    return sum(values) / len(values) if values else None
-
-
 def variants(steps):
     """The fabric steps side by side (one row each): how each hashed and placed its flows, its step time against the
     ideal and the prediction, the workers' mean idle share, the busiest uplink, the collisions, the proof."""
@@ -248,7 +246,7 @@ def variants(steps):
                      "step_s": s.get("step_s"), "predicted_step_s": s.get("predicted_step_s"),
                      "ideal_step_s": fab.get("ideal_step_s"), "slowdown_vs_ideal": fab.get("slowdown_vs_ideal"),
                      "vs_prediction": fab.get("vs_prediction"),
-                     "mean_idle_share": round(_mean(idle), 6) if idle else None,
+                     "mean_idle_share": round(mean(idle), 6) if idle else None,
                      "worst_uplink_load": fab.get("worst_uplink_load"), "collisions": len(fab["collisions"]),
                      "proof": fab["proof"]["status"]})
     return rows
@@ -269,9 +267,9 @@ def seeds(report_steps, fabric_info, trials=5000):
     out = {"seeds": len({r["seed"] for r in rows}), "steps": per_seed}
     measured = [r["slowdown_vs_ideal"] for r in rows]
     predicted = [x["predicted_slowdown_vs_ideal"] for x in out["steps"] if x["predicted_slowdown_vs_ideal"]]
-    out["measured_mean"] = round(_mean(measured), 6)
+    out["measured_mean"] = round(mean(measured), 6)
     out["measured_min"], out["measured_max"] = min(measured), max(measured)
-    out["predicted_mean"] = round(_mean(predicted), 6) if predicted else None
+    out["predicted_mean"] = round(mean(predicted), 6) if predicted else None
     sim = simulated_slowdown(fabric_info, trials)
     out.update(sim)
     return out

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import median
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history.store import (
     HistoryError,
-    median,
     notify_stderr,
     open_history,
     ordered_ids,
@@ -131,7 +131,7 @@ def baseline_run(db_path, steps, ref=None, runs_dir=None, notify=None):
 
 
 # -- compare -------------------------------------------------------------------------------------------------------
-def _num(a, b):
+def _delta(a, b):
     out = {"a": a, "b": b, "delta": None, "change": None}
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         out["delta"] = round(b - a, 6)
@@ -151,7 +151,7 @@ def _step_diff(sa, sb):
     out = {"step": sa["step"], "kind": _pair(sa.get("kind"), sb.get("kind")),
            "status": _pair(sa.get("status"), sb.get("status"))}
     for key in _STEP_FIGURES:
-        out[key] = _num(sa.get(key), sb.get(key))
+        out[key] = _delta(sa.get(key), sb.get(key))
     out["straggler"] = _pair(
         {"host": sa.get("straggler"), "cause": sa.get("straggler_cause")} if sa.get("straggler") else None,
         {"host": sb.get("straggler"), "cause": sb.get("straggler_cause")} if sb.get("straggler") else None)
@@ -164,10 +164,10 @@ def _step_diff(sa, sb):
         a, b = wa.get(host) or {}, wb.get(host) or {}
         out["workers"].append({"host": host, "status": _pair(a.get("status"), b.get("status")),
                                "throttle": _pair(a.get("throttle"), b.get("throttle")),
-                               "completion_s": _num(a.get("completion_s"), b.get("completion_s")),
-                               "gbps": _num(a.get("gbps"), b.get("gbps")),
-                               "idle_share": _num(a.get("idle_share"), b.get("idle_share")),
-                               "predicted_s": _num(a.get("predicted_s"), b.get("predicted_s"))})
+                               "completion_s": _delta(a.get("completion_s"), b.get("completion_s")),
+                               "gbps": _delta(a.get("gbps"), b.get("gbps")),
+                               "idle_share": _delta(a.get("idle_share"), b.get("idle_share")),
+                               "predicted_s": _delta(a.get("predicted_s"), b.get("predicted_s"))})
     return out
 
 

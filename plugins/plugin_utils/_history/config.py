@@ -8,7 +8,9 @@ set-up, and what ``compare`` names when two runs differ."""
 from __future__ import annotations
 
 import os
-import re
+
+from ansible_collections.aifabric.lab.plugins.module_utils._units import scale_size
+from ansible_collections.aifabric.lab.plugins.plugin_utils._text import natural_key
 
 __all__ = ["config_lines"]
 
@@ -38,10 +40,8 @@ def _merged(values):
 def _bytes(n):
     if not isinstance(n, (int, float)) or isinstance(n, bool):
         return None
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return "%d bytes (%g %s)" % (n, n / size, unit)
-    return "%d bytes" % n
+    number, unit = scale_size(n, largest="GB", kilo="kB")
+    return "%d bytes" % n if unit == "B" else "%d bytes (%g %s)" % (n, number, unit)
 
 
 def _throttle_of(experiment, host):
@@ -140,11 +140,6 @@ def _qdiscs(run):
     return out
 
 
-def _natural(name):
-    """w2 before w10."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", str(name))]
-
-
 _CONTROLLER_KEYS = {"kernel": "controller kernel", "python": "controller python", "ansible_core": "ansible-core",
                     "collection": "aifabric.lab"}
 
@@ -183,7 +178,7 @@ def config_lines(run):
                 ("%s collective" % name, "%s, %s ranks" % (collective.name, collective.ranks) if collective else None),
                 ("%s expect" % name, e.expect or None),  # the gates the experiment states (_plan.expect)
             ]
-        for host in sorted({h for e in experiments for h in e.hosts}, key=_natural):
+        for host in sorted({h for e in experiments for h in e.hosts}, key=natural_key):
             host_line(host, "throttle", _merged((n, _throttle_of(e, host)) for n, e in pairs
                                                 if host in e.hosts))
     else:  # a run without a plan: what its steps' plans (the flows' annotations) say
@@ -203,7 +198,7 @@ def config_lines(run):
                 flows = [pf for (h, _i), pf in step.plan.flows.items() if h == host]
                 value = _planned_throttle(flows[0], host) if flows else "none"
                 throttles.setdefault(host, []).append((step.name, value))
-        for host in sorted(throttles, key=_natural):
+        for host in sorted(throttles, key=natural_key):
             host_line(host, "throttle", _merged(throttles[host]))
     for (host, iface), value in sorted(_qdiscs(run).items()):
         host_line(host, "qdisc %s" % iface, value)
@@ -214,7 +209,7 @@ def config_lines(run):
     for host, facts in sorted(_host_facts(run).items()):
         for key, values in sorted(facts.items()):
             host_line(host, key, " | ".join(sorted(values)))
-    for host in sorted(hosts, key=_natural):
+    for host in sorted(hosts, key=natural_key):
         lines += hosts[host]
     controller = lab.get("controller") or {}
     known = list(_CONTROLLER_KEYS)

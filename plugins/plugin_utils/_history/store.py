@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import idle_share, mean, median
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history.config import config_lines
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import build_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import (
@@ -128,12 +129,6 @@ def _started(path, report):
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch)), label
 
 
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return None if not n else (values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2)
-
-
 def _headline(steps):
     """The figures a history line shows: over the run's barrier steps that completed, the step time (the median
     when there are several), the most frequent straggler and how many steps it held, the mean unthrottled idle
@@ -145,13 +140,7 @@ def _headline(steps):
     idle = [s["unthrottled_idle_share"] for s in ok if s.get("unthrottled_idle_share") is not None]
     return {"barrier_steps": len(barrier), "headline_step_s": median([s["step_s"] for s in ok]),
             "headline_straggler": top[0], "headline_straggler_steps": top[1],
-            "headline_idle_share": round(sum(idle) / len(idle), 6) if idle else None}
-
-
-def _idle_share(step_s, completion_s):
-    if not step_s or completion_s is None:
-        return None
-    return round((step_s - completion_s) / step_s, 6)
+            "headline_idle_share": round(mean(idle), 6) if idle else None}
 
 
 def run_rows(run_dir, report=None):
@@ -202,7 +191,7 @@ def run_rows(run_dir, report=None):
                     step=s.get("step"), position=len(rows["flows"]), host=w.get("host"),
                     flow_id=f.get("flow_id") or w.get("host"), status=f.get("status"), bytes=f.get("bytes"),
                     completion_s=f.get("completion_s"), gbps=f.get("gbps"), predicted_s=f.get("predicted_s"),
-                    idle_share=(_idle_share(s.get("step_s"), f.get("completion_s")) if several
+                    idle_share=(idle_share(s.get("step_s"), f.get("completion_s")) if several
                                 else w.get("idle_share")),
                     late_s=f.get("late_s")))
     rows["runs"][0]["flows"] = len(rows["flows"])

@@ -10,6 +10,7 @@ import json
 import os
 
 from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._text import number_or_dash, share_or_dash
 
 __all__ = ["COMPARE_DIR", "render_compare", "render_history", "compare_files", "write_compare"]
 
@@ -18,14 +19,6 @@ COMPARE_DIR = "compare"
 
 
 # -- text ----------------------------------------------------------------------------------------------------------
-def _f(value, fmt="%.3f"):
-    return "-" if value is None else fmt % value
-
-
-def _share(value):
-    return "-" if value is None else "%.1f%%" % (value * 100)
-
-
 def _change(num, share=False):
     if num["delta"] is None:
         return ""
@@ -78,7 +71,7 @@ def render_compare(diff):
             num = s[key]
             if num["a"] is None and num["b"] is None:
                 continue
-            show = _share if share else _f
+            show = (lambda v: share_or_dash(v, "%.1f%%")) if share else number_or_dash
             out.append("  %-22s %12s %12s  %s" % (label, show(num["a"]), show(num["b"]), _change(num, share)))
         out += _either("straggler", s["straggler"], _who)
         out += _either("counters", s["counters_verdict"], lambda v: v or "-")
@@ -92,9 +85,10 @@ def render_compare(diff):
                 status = "" if w["status"]["a"] == w["status"]["b"] == "ok" else \
                     "  (%s -> %s)" % (w["status"]["a"] or "absent", w["status"]["b"] or "absent")
                 out.append("  %-14s %9s %9s %9s  %8s %8s %9s  %s%s" % (
-                    w["host"], _f(c["a"]), _f(c["b"]), "" if c["change"] is None else "%+.1f%%" % (c["change"] * 100),
-                    _f(g["a"]), _f(g["b"]), "" if g["change"] is None else "%+.1f%%" % (g["change"] * 100), throttle,
-                    status))
+                    w["host"], number_or_dash(c["a"]), number_or_dash(c["b"]),
+                    "" if c["change"] is None else "%+.1f%%" % (c["change"] * 100),
+                    number_or_dash(g["a"]), number_or_dash(g["b"]),
+                    "" if g["change"] is None else "%+.1f%%" % (g["change"] * 100), throttle, status))
     if diff["steps_only_a"]:
         out += ["", "steps only in A: %s" % ", ".join(diff["steps_only_a"])]
     if diff["steps_only_b"]:
@@ -122,7 +116,7 @@ def render_history(rows):
     table = [("ref", "run", "date", "label", "status", "steps ok", "barrier step s", "straggler", "idle")]
     for r in rows:
         n = r.get("barrier_steps") or 0
-        step = _f(r.get("headline_step_s"))
+        step = number_or_dash(r.get("headline_step_s"))
         if n > 1 and r.get("headline_step_s") is not None:
             step = "p50 %s" % step
         straggler = r.get("headline_straggler") or "-"
@@ -130,8 +124,7 @@ def render_history(rows):
             straggler = "%s %d/%d" % (straggler, r.get("headline_straggler_steps") or 0, n)
         table.append((r.get("ref") or "", r["id"], r.get("started") or "-", r.get("label") or "-",
                       r.get("status") or "-", "%d/%d" % (r.get("steps_ok") or 0, r.get("steps") or 0), step,
-                      straggler, "-" if r.get("headline_idle_share") is None
-                      else "%.0f%%" % (r["headline_idle_share"] * 100)))
+                      straggler, share_or_dash(r.get("headline_idle_share"))))
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     right = {5, 6, 8}  # the figures
     out = ["  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths)))

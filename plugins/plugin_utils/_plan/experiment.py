@@ -61,6 +61,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import (
     Round,
     Server,
     Throttle,
+    throttle_link,
 )
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.patterns import (
     BUS_FACTOR,
@@ -234,7 +235,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                                        Hop(link_name(switch, dst), format_rate(line))]
         if src in throttles:
             # marked, so that the report can predict the same step without it (what the straggler cost)
-            hops.append(Hop("%s egress" % src, format_rate(throttles[src]), throttle=True))
+            hops.append(Hop(throttle_link(src), format_rate(throttles[src]), throttle=True))
         return hops
 
     plan_rounds = []

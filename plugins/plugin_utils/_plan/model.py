@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = ["PLAN_VERSION", "PlanError", "Plan", "Host", "Throttle", "Round", "HostPart", "Flow", "Server", "Hop",
-           "Rendezvous", "Collective", "FabricPlan", "Stream"]
+           "Rendezvous", "Collective", "FabricPlan", "Stream", "throttle_link"]
 
 PLAN_VERSION = 2  # 1: the planner's dict before the model (no "version" key)
 
@@ -48,6 +48,11 @@ class Hop:
     @classmethod
     def from_dict(cls, data):
         return cls(link=data["link"], rate=data["rate"], throttle=bool(data.get("throttle")))
+
+
+def throttle_link(host):
+    """The name of a host's throttle in a path: ``worker3 egress`` (the rate its flows leave it at)."""
+    return "%s egress" % host
 
 
 @dataclass

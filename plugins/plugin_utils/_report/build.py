@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.aifabric.lab.plugins.module_utils._stats import percentile
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import SCHEMA_VERSION, analyze_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import seeds as fabric_seeds
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import variants as fabric_variants
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import broken_messages, evaluate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean_idle_share, summary
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run, write_files
@@ -78,16 +78,6 @@ def _check_gates(report, experiments):
                                            for g in s.get("gates") or [] if g["ok"] is None]}
 
 
-def _percentiles(values):
-    if not values:
-        return None
-    out = {}
-    for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
-        out[name] = round(percentile(values, q), 6)
-    out.update(min=round(min(values), 6), max=round(max(values), 6), mean=round(sum(values) / len(values), 6))
-    return out
-
-
 def summarize_experiment(experiment, steps):
     """An experiment's steps together (``experiment``: its ``_plan.model.Plan``): the step times' distribution, which
     host held how many steps back, each host's idle worker-seconds, the steps as a series; a collective's time (its
@@ -112,7 +102,7 @@ def summarize_experiment(experiment, steps):
         "steps": len(names),
         "steps_ok": len(ok),
         "failed_steps": [{"step": n, "cause": by_name[n]["verdict"]} for n in names if by_name[n]["status"] != "ok"],
-        "step_s": _percentiles([s["step_s"] for s in ok]),
+        "step_s": summary([s["step_s"] for s in ok]),
         "straggler_frequency": dict(sorted(frequency.items(), key=lambda kv: (-kv[1], kv[0]))),
         "idle_worker_seconds": dict(sorted(idle.items())),
         "series": [{"step": n, "status": by_name[n]["status"], "step_s": by_name[n].get("step_s"),
@@ -144,12 +134,11 @@ def _collective(collective, experiment, by_name):
                 rep["predicted_unthrottled_s"] = round(sum(r["predicted_unthrottled_step_s"] for r in rounds), 6)
                 rep["straggler_cost_s"] = round(time_s - rep["predicted_unthrottled_s"], 6)
                 rep["straggler_cost_share"] = round(rep["straggler_cost_s"] / time_s, 6)
-            rep["idle_share_per_round"] = [round(sum(w.get("idle_share") or 0 for w in r["workers"])
-                                                 / max(1, len(r["workers"])), 6) for r in rounds]
+            rep["idle_share_per_round"] = [mean_idle_share(r["workers"]) or 0.0 for r in rounds]
         reps.append(rep)
     done = [r for r in reps if r["status"] == "ok"]
-    return dict(collective, repetitions=reps, time_s=_percentiles([r["time_s"] for r in done]),
-                busbw_GBps=_percentiles([r["busbw_GBps"] for r in done]))
+    return dict(collective, repetitions=reps, time_s=summary([r["time_s"] for r in done]),
+                busbw_GBps=summary([r["busbw_GBps"] for r in done]))
 
 
 def analyze_run(path):

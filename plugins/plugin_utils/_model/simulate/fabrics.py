@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.aifabric.lab.plugins.module_utils._link import link_name
+
 from .solver import SimulationError, csr_ptr, need_numpy, np
 
 __all__ = ["Fabric", "leaf_spine", "fat_tree"]
@@ -136,8 +138,8 @@ class _LeafSpine(Fabric):
         n = leaves * hosts_per_leaf
         hosts = ["h%d" % (h + 1) for h in range(n)]
         leaf_of = ["leaf%d" % (h // hosts_per_leaf + 1) for h in range(n)]
-        names = ["%s->%s" % (hosts[h], leaf_of[h]) for h in range(n)]
-        names += ["%s->%s" % (leaf_of[h], hosts[h]) for h in range(n)]
+        names = [link_name(hosts[h], leaf_of[h]) for h in range(n)]
+        names += [link_name(leaf_of[h], hosts[h]) for h in range(n)]
         names += ["leaf%d->spine%d" % (lf + 1, s + 1) for lf in range(leaves) for s in range(spines)]
         names += ["spine%d->leaf%d" % (s + 1, lf + 1) for lf in range(leaves) for s in range(spines)]
         capacity = np.concatenate([np.full(2 * n, host_rate), np.full(2 * leaves * spines, uplink_rate)])
@@ -173,12 +175,12 @@ class _FatTree(Fabric):
         edge = ["edge%d.%d" % (e // half + 1, e % half + 1) for e in range(edges)]
         agg = ["agg%d.%d" % (a // half + 1, a % half + 1) for a in range(edges)]  # pod p's agg a: p * half + a
         core = ["core%d.%d" % (a + 1, c + 1) for a in range(half) for c in range(half)]  # agg a's cores: a * half + c
-        names = ["%s->%s" % (hosts[h], edge[h // half]) for h in range(n)]
-        names += ["%s->%s" % (edge[h // half], hosts[h]) for h in range(n)]
-        names += ["%s->%s" % (edge[e], agg[(e // half) * half + a]) for e in range(edges) for a in range(half)]
-        names += ["%s->%s" % (agg[(e // half) * half + a], edge[e]) for e in range(edges) for a in range(half)]
-        names += ["%s->%s" % (agg[pa], core[(pa % half) * half + c]) for pa in range(edges) for c in range(half)]
-        names += ["%s->%s" % (core[(pa % half) * half + c], agg[pa]) for pa in range(edges) for c in range(half)]
+        names = [link_name(hosts[h], edge[h // half]) for h in range(n)]
+        names += [link_name(edge[h // half], hosts[h]) for h in range(n)]
+        names += [link_name(edge[e], agg[(e // half) * half + a]) for e in range(edges) for a in range(half)]
+        names += [link_name(agg[(e // half) * half + a], edge[e]) for e in range(edges) for a in range(half)]
+        names += [link_name(agg[pa], core[(pa % half) * half + c]) for pa in range(edges) for c in range(half)]
+        names += [link_name(core[(pa % half) * half + c], agg[pa]) for pa in range(edges) for c in range(half)]
         capacity = np.concatenate([np.full(2 * n, host_rate), np.full(4 * edges * half, fabric_rate)])
         super().__init__(hosts, names, capacity, 6)
         self.nonblocking = fabric_rate >= host_rate

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import shutil
 from xml.etree import ElementTree
 
@@ -82,3 +83,49 @@ def test_the_re_render_writes_every_format_the_callback_writes(tmp_path):
     for name, fmt in (("report.md", report_markdown), ("flows.csv", flows_csv), ("steps.csv", steps_csv),
                       ("junit.xml", junit_xml)):
         assert open(os.path.join(path, name)).read() == fmt(report), name
+
+
+HOSTILE = "w|1 <img src=x onerror=alert(1)>\n*[x](javascript:y)* `z` &amp;"
+
+
+def hostile_report():
+    """A step whose host, step and cause carry what Markdown, a spreadsheet and XML would read as their own."""
+    ann = {"path": [{"link": "sw->sink", "rate": "8gbit"}], "mtu": 9000, "bottleneck": "8gbit"}
+    records = [{"host": "=HYPERLINK(\"http://x\")", "status": "ok", "completion_s": 2.0, "bytes": 10**9,
+                "volume_bytes": 10**9, "gbps": 4.0, "annotations": ann},
+               {"host": HOSTILE, "status": "timeout", "error": "lost\x1b[31m | -1 <b>bold</b>", "annotations": ann}]
+    return build_report(build_run({"step|<i>": records}))
+
+
+def test_markdown_shows_every_name_as_it_is_and_reads_none_as_markdown():
+    md = report_markdown(hostile_report())
+    # by hand: every | [ ] * ` \\ escaped by a backslash, a tag's < as &lt;, an entity's & as &amp;, a newline a space
+    assert "| step\\|&lt;i> | barrier | failed |" in md
+    assert ("**step\\|&lt;i>, w\\|1 &lt;img src=x onerror=alert(1)> \\*\\[x\\](javascript:y)\\* \\`z\\` &amp;amp; "
+            "timeout:** lost\x1b\\[31m \\| -1 &lt;b>bold&lt;/b>") in md
+    # nothing of the names breaks out of its row: every table row still has its 8 cells
+    rows = [line for line in md.splitlines() if line.startswith("| step\\|")]
+    assert len(rows) == 1 and rows[0].count(" | ") == 7
+    assert "<img" not in md and "<b>" not in md and not re.search(r"(?<!\\)\]\(", md)  # no link
+
+
+def test_csv_keeps_a_name_a_spreadsheet_would_run_as_a_formula_as_text():
+    rows = list(csv.DictReader(io.StringIO(flows_csv(hostile_report()))))
+    # =HYPERLINK(...) would be a formula: behind a ' it is text; the csv module quotes the newline and the |
+    assert [r["host"] for r in rows] == ["'=HYPERLINK(\"http://x\")", HOSTILE]
+    assert rows[1]["error"].startswith("lost\x1b[31m | -1")  # a text that starts otherwise is left as it is
+    # a number stays a number (a negative one is not a formula)
+    assert [r["prediction_error"] for r in csv.DictReader(io.StringIO(flows_csv(
+        {"steps": [{"step": "s", "workers": [{"host": "w", "prediction_error": -0.25}]}]})))] == ["-0.25"]
+    (step,) = csv.DictReader(io.StringIO(steps_csv(hostile_report())))
+    assert step["step"] == "step|<i>"
+
+
+def test_junit_xml_parses_back_with_every_name_whole():
+    text = junit_xml(hostile_report())
+    root = ElementTree.fromstring(text.encode("utf-8"))  # a control character would make this fail
+    (case,) = root.iter("testcase")
+    assert case.get("name") == "step|<i>"
+    failure = case.find("failure")
+    assert "lost\\x1b[31m | -1 <b>bold</b>" in failure.text and "\x1b" not in text
+    assert HOSTILE.replace("\n", " ") not in failure.text and HOSTILE in failure.text
