@@ -44,8 +44,6 @@ def _filters():
             module = importlib.import_module("ansible_collections.aifabric.lab.plugins.filter.%s" % name[:-3])
             if hasattr(module, "FilterModule"):
                 filters.update(module.FilterModule().filters())
-    history = importlib.import_module("ansible_collections.aifabric.lab.plugins.filter.history")
-    history._warn = lambda message: None
     return filters
 
 
@@ -122,7 +120,7 @@ def generate(work, callback_module=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--tree", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)

@@ -134,9 +134,9 @@ def _fabric_inventory(per_leaf=2, leaves=2, spines=2):
 
 # -- what the hosts return -------------------------------------------------------------------------------------------
 def _snapshot(tx_bytes, tx_packets, qdisc=None, taken_at=0.0):
-    snap = {"taken_at": taken_at, "rdma": {}, "netdev": {"eth0": {"tx_bytes": tx_bytes, "tx_packets": tx_packets,
-                                                                   "rx_bytes": 0, "rx_packets": 0, "tx_errors": 0,
-                                                                   "rx_errors": 0, "tx_dropped": 0}}, "qdisc": {}}
+    netdev = {"tx_bytes": tx_bytes, "tx_packets": tx_packets, "rx_bytes": 0, "rx_packets": 0, "tx_errors": 0,
+              "rx_errors": 0, "tx_dropped": 0}
+    snap = {"taken_at": taken_at, "rdma": {}, "netdev": {"eth0": netdev}, "qdisc": {}}
     if qdisc is not None:
         snap["qdisc"] = {"eth0": {"qdisc": {"bytes": qdisc[0], "packets": qdisc[1], "overlimits": qdisc[2],
                                             "drops": 0, "requeues": 0, "backlog_bytes": 0, "qlen": 0},
@@ -286,8 +286,8 @@ class Lab:
             self.ok("leaf1", "aifabric.lab.fabric_paths", dict(step_args, label="before"),
                     {"changed": False, "paths": [], "fabric_counters": {
                         "step": step, "label": "before", "switches": self._switches(fabric, {})}})
-        self.ok(coordinator, "aifabric.lab.flow_step", {"state": "collected", "step": step, "party": coordinator,
-                                                         "token": token}, {"step": record}, name="Wait")
+        collect = {"state": "collected", "step": step, "party": coordinator, "token": token}
+        self.ok(coordinator, "aifabric.lab.flow_step", collect, {"step": record}, name="Wait")
         if fabric is not None:
             self.ok("leaf1", "aifabric.lab.fabric_paths", dict(step_args, label="after"),
                     {"changed": False, "paths": [], "fabric_counters": {
@@ -376,7 +376,7 @@ SCENARIOS = {"demo": demo, "collective": collective, "fabric": fabric, "faults":
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--tree", required=True, help="the checkout whose callback and filters to use")
     parser.add_argument("--out", required=True, help="runs_dir: one run directory per scenario under it")
     parser.add_argument("--only", nargs="*", default=None)

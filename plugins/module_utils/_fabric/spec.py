@@ -215,14 +215,14 @@ def link_table(topo):
     for lk in topo["links"]:
         rate = topo.get("uplink_rate")
         out[link_name(lk["leaf"], lk["spine"])] = {"switch": lk["leaf"], "interface": lk["leaf_interface"],
-                                                     "rate": rate, "tier": "uplink"}
+                                                   "rate": rate, "tier": "uplink"}
         out[link_name(lk["spine"], lk["leaf"])] = {"switch": lk["spine"], "interface": lk["spine_interface"],
-                                                     "rate": rate, "tier": "downlink"}
+                                                   "rate": rate, "tier": "downlink"}
     for host in topo["hosts"]:
         # what a host sends is counted where it enters its leaf (the port's receive counters)
         out[link_name(host["name"], host["leaf"])] = {"switch": host["leaf"], "interface": host["port"],
-                                                        "counter": "rx_bytes", "rate": topo.get("host_rate"),
-                                                        "tier": "host"}
+                                                      "counter": "rx_bytes", "rate": topo.get("host_rate"),
+                                                      "tier": "host"}
         out[link_name(host["leaf"], host["name"])] = {"switch": host["leaf"], "interface": host["port"],
-                                                        "rate": topo.get("host_rate"), "tier": "host"}
+                                                      "rate": topo.get("host_rate"), "tier": "host"}
     return out

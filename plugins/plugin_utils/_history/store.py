@@ -100,8 +100,6 @@ CREATE INDEX IF NOT EXISTS flows_run ON flows (run_id, step);
 """
 
 
-
-
 class HistoryError(ValueError):
     """A history request that cannot be met; the message names the parameter or the file and the fix."""
 

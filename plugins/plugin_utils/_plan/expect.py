@@ -105,16 +105,16 @@ def parse_late_bound(raw, name="late_bound"):
             ok = False
         if not ok:
             raise LateBoundError("%s: %r; give a share of the predicted step (0.01 = 1%%) or a duration (5ms, "
-                                    "0.2s)" % (name, raw))
+                                 "0.2s)" % (name, raw))
         return text
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise LateBoundError("%s: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) or a duration "
-                                "(5ms)" % (name, raw))
+                             "(5ms)" % (name, raw))
     return _share(raw, raw, name)
 
 
 def _share(value, raw, name):
     if not 0 < value <= 1:
         raise LateBoundError("%s: %r; give a share of the predicted step from 0 to 1 (0.01 = 1%%) or a duration "
-                                "(5ms)" % (name, raw))
+                             "(5ms)" % (name, raw))
     return float(value)

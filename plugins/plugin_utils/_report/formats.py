@@ -39,15 +39,15 @@ def report_markdown(report):
             out += ["", "**%s, counters:** %s" % (_name(s["step"]), _cell(s["counters"]["verdict"]))]
         for f in s.get("failed") or []:
             out += ["", "**%s, %s %s:** %s" % (_name(s["step"]), _name(f["host"]), _name(f["status"]),
-                                              _cell(f["cause"]))]
+                                               _cell(f["cause"]))]
         for g in s.get("gates") or []:
             said = "held" if g["ok"] else "BROKEN" if g["ok"] is False else "not checked"
             out += ["", "**%s, gate %s:** %s" % (_name(s["step"]), said, _cell(g["message"]))]
     for e in report.get("experiments") or []:
         if e["steps"] < 2 and not e.get("collective"):
             continue
-        out += ["", "## %s (%s): %d of %d steps ok" % (_name(e["name"]), _name(e["pattern"]), e["steps_ok"],
-                                                        e["steps"])]
+        title = (_name(e["name"]), _name(e["pattern"]), e["steps_ok"], e["steps"])
+        out += ["", "## %s (%s): %d of %d steps ok" % title]
         if e.get("step_s"):
             p = e["step_s"]
             out.append("step time p50 %.3f s, p90 %.3f s, p99 %.3f s, max %.3f s; stragglers: %s" % (

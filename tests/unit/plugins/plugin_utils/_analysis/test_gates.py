@@ -27,8 +27,8 @@ def demo_report(expect, baseline=None):
     run = load_run(V1_RUN)
     experiment = plan({"name": "barrier", "throttles": {"worker3": "2gbit"}, "expect": expect},
                       {"workers": ["worker1", "worker2", "worker3"], "sinks": ["sink"]},
-                      {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "worker1", "worker2",
-                                                                                      "worker3"], 1)})
+                      {h: {"lab_address": "198.18.0.%d" % i}
+                       for i, h in enumerate(["sink", "worker1", "worker2", "worker3"], 1)})
     experiment.baseline = baseline
     run.experiments = [experiment]
     return build_report(run)

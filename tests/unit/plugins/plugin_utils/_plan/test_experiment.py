@@ -104,8 +104,8 @@ def test_ring_hosts_serve_and_send_and_the_first_host_coordinates_without_a_sink
 def test_a_host_that_sends_several_flows_names_each_after_its_destination():
     p = plan({"pattern": "all_to_all"}, {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
     flows = p.rounds[0].parts["worker1"].flows
-    assert [(f.flow_id, f.dst, f.address) for f in flows] == [("worker1->worker2", "worker2", "198.18.0.12"),
-                                                               ("worker1->worker3", "worker3", "198.18.0.13")]
+    assert [(f.flow_id, f.dst, f.address) for f in flows] == [
+        ("worker1->worker2", "worker2", "198.18.0.12"), ("worker1->worker3", "worker3", "198.18.0.13")]
 
 
 def test_a_collective_is_rounds_of_steps_repeated():

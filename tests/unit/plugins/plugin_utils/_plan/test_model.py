@@ -50,8 +50,8 @@ def test_a_fabric_plans_ports_and_placed_streams_travel_too():
 @pytest.mark.parametrize("data, message", [
     ("a plan", "not a plan .* got str"),
     ({"hosts": {}}, "not a plan: no rounds, steps, rendezvous"),
-    ({"version": 3, "hosts": {}, "rounds": [], "steps": [], "rendezvous": {}}, "a plan of version 3: this collection "
-                                                                                 "reads versions 1 to 2"),
+    ({"version": 3, "hosts": {}, "rounds": [], "steps": [], "rendezvous": {}},
+     "a plan of version 3: this collection reads versions 1 to 2"),
 ])
 def test_what_is_not_a_plan_is_named(data, message):
     with pytest.raises(PlanError, match=message):

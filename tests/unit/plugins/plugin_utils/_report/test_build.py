@@ -120,7 +120,7 @@ def test_a_version_1_run_directory_re_renders_as_version_2(tmp_path):
 def experiment(name, pattern, steps, rounds=1, collective=None):
     """A plan of ``steps`` (each repetition ``rounds`` of them), as the report reads it: names, pattern, collective."""
     return Plan(name=name, kind="barrier", pattern=pattern, engine="tcp", volume=10**9, line_rate="8gbit", mtu=9000,
-                hosts={}, rounds=[Round() for _ in range(rounds)], steps=list(steps),
+                hosts={}, rounds=[Round() for _round in range(rounds)], steps=list(steps),
                 rendezvous=Rendezvous("w1", 18599),
                 collective=Collective(**collective) if collective else None)
 

@@ -93,8 +93,8 @@ def test_the_fabrics_snapshots_pair_before_with_after():
     collected = Collector()
     collected.add_fabric_counters({"step": "s", "label": "before", "switches": {"leaf1": {"netdev": {"s1": 1}}}})
     assert collected.counters == {}
-    collected.add_fabric_counters({"step": "s", "label": "after", "switches": {"leaf1": {"netdev": {"s1": 9}},
-                                                                              "leaf2": {"netdev": {}}}})
+    after = {"leaf1": {"netdev": {"s1": 9}}, "leaf2": {"netdev": {}}}
+    collected.add_fabric_counters({"step": "s", "label": "after", "switches": after})
     assert collected.counters == {"s": {"leaf1": {"step": "s", "host": "leaf1", "before": {"netdev": {"s1": 1}},
                                                   "after": {"netdev": {"s1": 9}}}}}
 

@@ -100,8 +100,8 @@ def test_plan_json_of_schema_1_is_read_as_it_was_written():
 @pytest.mark.parametrize("content, message", [
     ({"schema_version": 7, "experiments": []}, "schema_version 7; it reads 1 and 2"),
     ({"schema_version": 1, "experiments": []}, "not a run plan .no 'steps'"),
-    ({"schema_version": 2, "experiments": [{"version": 2, "hosts": {}}]}, "an experiment's plan cannot be read: "
-                                                                           "not a plan: no rounds"),
+    ({"schema_version": 2, "experiments": [{"version": 2, "hosts": {}}]},
+     "an experiment's plan cannot be read: not a plan: no rounds"),
 ])
 def test_a_plan_json_that_cannot_be_read_says_why(tmp_path, content, message):
     (tmp_path / "flows").mkdir()

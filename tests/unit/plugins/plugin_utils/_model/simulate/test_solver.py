@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The flow simulator: hand-computed cases, agreement with _fair_share on the lab's own steps, fabrics, ECMP."""
+"""The simulator's solver: hand-computed cases, agreement with _model.fair_share on the lab's own steps, its refills
+and windowed search, its input errors."""
 from __future__ import annotations
 
 import random
@@ -14,10 +15,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share imp
 )
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import (
     SimulationError,
-    ecmp_place,
     fat_tree,
-    ideal_completions,
-    leaf_spine,
     max_min,
     simulate,
     simulate_arrays,
@@ -27,6 +25,8 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment impo
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.patterns import COLLECTIVES, PATTERNS
 
 G = 1e9
+
+
 EXACT = 1e-12  # "to float precision": the two models do the same arithmetic in another order
 
 
@@ -34,9 +34,6 @@ def agree(a, b):
     assert a.keys() == b.keys()
     for k in a:
         assert a[k] == pytest.approx(b[k], rel=EXACT, abs=1e-15), k
-
-
-# --- hand-computed -------------------------------------------------------------------------------------------------
 
 
 def test_two_flows_share_a_link_then_the_survivor_speeds_up():
@@ -80,9 +77,6 @@ def test_max_min_rates_as_fair_share():
     links = {"l1": 10 * G, "l2": 4 * G}
     agree(max_min(links, flows), max_min_rates(flows, links))
     assert max_min(links, flows) == {"long": 2 * G, "a": 8 * G, "b": 2 * G}
-
-
-# --- the lab's own cases, against _fair_share ----------------------------------------------------------------------
 
 
 def test_the_seeds_incast_with_a_throttle():
@@ -185,101 +179,6 @@ def test_grouping_by_link_beyond_16_bits():
         assert (np.diff(order)[np.diff(keys[order]) == 0] > 0).all()  # stable within a key
 
 
-# --- fabrics and ECMP ----------------------------------------------------------------------------------------------
-
-
-def test_leaf_spine_names_and_paths():
-    fab = leaf_spine(2, 4, 4, 100 * G, 100 * G)
-    assert len(fab.hosts) == 8 and len(fab.links) == 8 * 2 + 2 * 4 * 2
-    assert fab.paths("h1", "h2") == [["h1->leaf1", "leaf1->h2"]]
-    assert fab.paths("h1", "h6") == [["h1->leaf1", "leaf1->spine%d" % s, "spine%d->leaf2" % s, "leaf2->h6"]
-                                     for s in (1, 2, 3, 4)]
-    assert fab.links["leaf2->spine3"] == 100 * G
-
-
-def test_fat_tree_sizes_and_paths():
-    ft = fat_tree(4, 10 * G, 40 * G)
-    assert len(ft.hosts) == 16 and len(ft.links) == 6 * 16
-    assert ft.paths("h1", "h2") == [["h1->edge1.1", "edge1.1->h2"]]
-    assert ft.paths("h1", "h3") == [["h1->edge1.1", "edge1.1->agg1.%d" % a, "agg1.%d->edge1.2" % a, "edge1.2->h3"]
-                                    for a in (1, 2)]
-    far = ft.paths("h1", "h16")
-    assert len(far) == 4
-    assert far[3] == ["h1->edge1.1", "edge1.1->agg1.2", "agg1.2->core2.2", "core2.2->agg4.2", "agg4.2->edge4.2",
-                      "edge4.2->h16"]
-    assert ft.links["agg1.2->core2.2"] == 40 * G and ft.links["h1->edge1.1"] == 10 * G
-    big = fat_tree(32, 100 * G)
-    assert len(big.hosts) == 8192
-    assert big.path_count([0, 0, 0], [1, 16, 8191]).tolist() == [1, 16, 256]
-
-
-def test_names_and_arrays_agree():
-    ft = fat_tree(4, 10 * G)
-    src, dst = np.array([0, 1, 2, 5]), np.array([15, 15, 3, 9])
-    choice = ft.ecmp(src, dst, seed=2)
-    indptr, indices = ft.path_links(src, dst, choice)
-    by_arrays = simulate_arrays(ft.capacity, indptr, indices, 1e9)
-    flows = {i: [ft.link_names[j] for j in indices[indptr[i]:indptr[i + 1]]] for i in range(4)}
-    assert flows[0] == ft.paths(0, 15)[choice[0]]
-    agree(dict(enumerate(by_arrays.finish.tolist())), simulate(ft.links, flows, dict.fromkeys(flows, 1e9))
-          .completions())
-
-
-def eight_elephants(fab):
-    """The issue's lab: 4 workers per leaf, each to its peer on the other leaf (8 cross-leaf flows)."""
-    pairs = {"e%d" % i: ("h%d" % i, "h%d" % (i + 4)) for i in range(1, 5)}
-    pairs.update({"e%d" % i: ("h%d" % i, "h%d" % (i - 4)) for i in range(5, 9)})
-    five = {f: ("10.0.0.%s" % s[1:], "10.0.0.%s" % d[1:], 6, 40000 + int(f[1:]), 5201) for f, (s, d) in pairs.items()}
-    return five, {f: fab.paths(s, d) for f, (s, d) in pairs.items()}
-
-
-def test_ecmp_placement_is_deterministic_for_a_seed():
-    fab = leaf_spine(2, 4, 4, 100 * G, 100 * G)
-    five, paths = eight_elephants(fab)
-    first = ecmp_place(five, paths, seed=0)
-    assert first == ecmp_place(five, paths, seed=0)
-    assert first != ecmp_place(five, paths, seed=1)
-    assert all(first[f] in paths[f] for f in five)
-    assert (fab.ecmp([0, 1, 2], [4, 5, 6], seed=3) == fab.ecmp([0, 1, 2], [4, 5, 6], seed=3)).all()
-
-
-def test_a_collision_doubles_the_step_against_perfect_spreading():
-    # 100 Gb/s everywhere. Leaf1's four flows hashed onto spines 1, 1, 2, 3: two share leaf1->spine1 (50 Gb/s each),
-    # so 1 GB takes 0.16 s instead of 0.08. Perfect spreading: every flow a quarter on each spine, each uplink
-    # carries 4 quarters = one flow's worth: 0.08 s, the host links' limit. Slowdown 2 = the busiest uplink's load.
-    fab = leaf_spine(2, 4, 4, 100 * G, 100 * G)
-    five, paths = eight_elephants(fab)
-    choice = {"e1": 0, "e2": 0, "e3": 1, "e4": 2, "e5": 0, "e6": 1, "e7": 2, "e8": 3}
-    placed = ecmp_place(five, paths, hash=choice)
-    volumes = dict.fromkeys(five, 1e9)
-    sim = simulate(fab.links, placed, volumes)
-    assert sim.completions()["e1"] == pytest.approx(0.16, rel=EXACT)
-    assert sim.step_time == pytest.approx(0.16, rel=EXACT)
-    assert sim.completions()["e8"] == pytest.approx(0.08, rel=EXACT)
-    hot = sim.per_link()["leaf1->spine1"]
-    assert hot["flows"] == ["e1", "e2"] and hot["rates_bps"] == [50 * G, 50 * G] and hot["load"] == 1.0
-    ideal = ideal_completions(fab.links, paths, volumes)
-    assert max(ideal.values()) == pytest.approx(0.08, rel=EXACT)
-    assert sim.step_time / max(ideal.values()) == pytest.approx(2.0, rel=EXACT)
-
-
-def test_the_hose_model_is_perfect_spreading_on_a_nonblocking_fabric():
-    ft = fat_tree(4, 10 * G)
-    rng = np.random.default_rng(11)
-    src = rng.integers(0, 16, 40)
-    dst = (src + rng.integers(1, 16, 40)) % 16
-    volume = rng.choice([1e8, 3e8], 40)
-    hose = simulate_arrays(ft.capacity, *ft.hose(src, dst), volume)
-    paths = {i: ft.paths(int(s), int(d)) for i, (s, d) in enumerate(zip(src, dst))}
-    spread = ideal_completions(ft.links, paths, dict(enumerate(volume.tolist())))
-    agree(dict(enumerate(hose.finish.tolist())), spread)
-    with pytest.raises(SimulationError, match="oversubscribed"):
-        leaf_spine(2, 2, 4, 100 * G, 100 * G).hose([0], [4])
-
-
-# --- input errors --------------------------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("links, flows, volumes, message", [
     ({"b": G}, {"w1": ["nope"]}, {"w1": 1}, "flows: flow 'w1' crosses link 'nope', which is not in links: add it"),
     ({"b": 0}, {"w1": ["b"]}, {"w1": 1}, "links: link 'b' has capacity 0: every link needs a capacity in bit/s > 0"),
@@ -307,19 +206,3 @@ def test_array_input_errors():
         simulate_arrays([G], [0, 1], [0], [1], start=[-1.0])
     with pytest.raises(SimulationError, match="starts: flow 'x' is not in flows"):
         simulate({"b": G}, {"w1": ["b"]}, {"w1": 1}, starts={"x": 1.0})
-
-
-def test_placement_errors():
-    paths = {"f": [["a"], ["b"]]}
-    with pytest.raises(SimulationError, match="hash: flow 'f' has path index 2; expected 0 to 1"):
-        ecmp_place({"f": (1, 2, 6, 3, 4)}, paths, hash={"f": 2})
-    with pytest.raises(SimulationError, match="hash: expected 'random'"):
-        ecmp_place({"f": (1, 2, 6, 3, 4)}, paths, hash="crc32")
-    with pytest.raises(SimulationError, match="paths: no equal-cost paths for flow 'g'"):
-        ecmp_place({"g": (1, 2, 6, 3, 4)}, paths)
-    with pytest.raises(SimulationError, match="host 'h99' is not in this leaf-spine fabric"):
-        leaf_spine(2, 2, 2, G, G).paths("h1", "h99")
-    with pytest.raises(SimulationError, match="k: 5; expected an even integer >= 2"):
-        fat_tree(5, G)
-    with pytest.raises(SimulationError, match="from host h1 to itself"):
-        leaf_spine(2, 2, 2, G, G).path_count([0], [0])
