@@ -10,6 +10,8 @@
 #    with playbooks/render_report.yml: every report file the same.
 # 3. The history of those runs (history_rebuild, history_runs/history_table, history_compare of each pair, as text
 #    and JSON): the same through each tree's history filters.
+# 4. Each RUN_DIR's plan.json (schema 1, as the old code wrote it) rewritten by this tree as schema 2 (each plan once):
+#    the steps' plans made from the plans are the ones schema 1 stored, and every report file is the same.
 # A copy is always rendered at the same path by both trees (report.json names its run directory). Prints each
 # difference; exits 1 when there is one.
 set -uo pipefail
@@ -110,5 +112,36 @@ if [ ${#runs[@]} -gt 0 ]; then
   cmp -s "$work/real-history-old.txt" "$work/real-history-new.txt" \
     || { echo "DIFFERS  runs: the history"; diff "$work/real-history-old.txt" "$work/real-history-new.txt" | head -30; status=1; }
 fi
+# 4. schema 1 rewritten as schema 2 by this tree
+for r in "${runs[@]}"; do
+  "$python" - "$here" "$r" "$work/v2" <<'EOF' || status=1
+import os, shutil, sys
+here, src, work = sys.argv[1:]
+sys.path.insert(0, os.path.join(here, ".collections"))
+from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_json
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run, report_files
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import step_plans
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import PLAN_FILE, plan_record, read_plan
+
+path = os.path.join(work, os.path.basename(src))
+shutil.rmtree(path, ignore_errors=True)
+shutil.copytree(src, path)
+experiments, stored, lab = read_plan(path) or ([], {}, {})
+made = {}
+for experiment in experiments:
+    made.update(step_plans(experiment))
+before = report_files(analyze_run(path))
+write_json(os.path.join(path, PLAN_FILE), plan_record(experiments, lab))
+after = report_files(analyze_run(path))
+differ = sorted(n for n in before if before[n] != after[n])
+if stored and {n: s.as_dict() for n, s in made.items()} != {n: s.as_dict() for n, s in stored.items()}:
+    print("DIFFERS  run %s: the steps' plans made from schema 2 are not the ones schema 1 stored" % os.path.basename(src))
+    sys.exit(1)
+if differ:
+    print("DIFFERS  run %s: rewritten as schema 2: %s" % (os.path.basename(src), ", ".join(differ)))
+    sys.exit(1)
+EOF
+done
+[ ${#runs[@]} -gt 0 ] && echo "runs: plan.json rewritten as schema 2 by this tree renders the same (${#runs[@]} run directories)"
 [ $status -eq 0 ] && echo "every report file and the history: the same"
 exit $status

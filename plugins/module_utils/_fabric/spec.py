@@ -203,8 +203,8 @@ def shapers(topo):
 
 
 # Every port shares its rate max-min fairly between the streams of a step, one class per bucket of the TCP source
-# port: the plan puts every stream of a step in a bucket of its own (_fabric_lab.assign_ports). Between flows that
-# share a plain FIFO, TCP on this 2-core machine drifts 5-7% apart over a 16 s step.
+# port: the plan puts every stream of a step in a bucket of its own (plugin_utils/_fabric/lab.assign_ports). Between
+# flows that share a plain FIFO, TCP on this 2-core machine drifts 5-7% apart over a 16 s step.
 PORT_BUCKETS = 64
 
 

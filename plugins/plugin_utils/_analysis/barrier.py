@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, format_size, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import analyze_fabric
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import (
     idle_share,
     mean_idle_share,
     percentile,
 )
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import goodput_factor, predict_completions
+from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import simulate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.expect import LateBoundError, parse_late_bound
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import throttle_link
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Flow, Step, StepPlan
@@ -76,9 +78,7 @@ def _predict(step, without_throttles=False, model=False):
             volumes[key] = flow.volume_bytes * share
             factors[key] = _factor(planned)
     if step.plan.fabric:
-        # the fabric lab's prediction is the flow-level simulator's (the same model, vectorised: _simulate)
-        from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import simulate
-
+        # the fabric lab's prediction is the flow-level simulator's (the same model, vectorised: _model.simulate)
         completions = simulate(links, flows, volumes, factors=factors).completions()
     else:
         completions = predict_completions(flows, links, volumes, factors)
@@ -341,8 +341,6 @@ def analyze_step(step, baseline_gbps=None):
 def _with_fabric(report, step):
     """On the fabric lab: each link's flows, the collisions, the ideal, the paths proved by the counters."""
     if step.plan.fabric:
-        from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import analyze_fabric
-
         try:
             model = _predict(step, model=True)
         except BarrierInputError:

@@ -90,7 +90,7 @@ def verdict(delta, slower_than_fair_share=None):
     return text
 
 
-# Bytes each counter adds per packet to the application's payload (_fair_share.HEADERS_PER_PACKET). A GSO
+# Bytes each counter adds per packet to the application's payload (_model.fair_share.HEADERS_PER_PACKET). A GSO
 # super-packet counts its headers once in the netdev's books and once per segment in the qdisc's, and each book's
 # packet count matches: so expected bytes = payload + packets x headers holds for both.
 TOLERANCE = 0.005

@@ -18,6 +18,9 @@ from __future__ import annotations
 from ansible_collections.aifabric.lab.plugins.module_utils._link import Link
 from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean
+from ansible_collections.aifabric.lab.plugins.plugin_utils._model.ecmp import expected_slowdown
+from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import ideal_completions, simulate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate.solver import NUMPY_IMPORT_ERROR
 
 __all__ = ["analyze_fabric", "PROOF_BELOW", "PROOF_ABOVE", "PROOF_EMPTY"]
 
@@ -67,9 +70,7 @@ def _counter_delta(step, link):
 def _ideal(step, info, model):
     """The step under perfect spreading (every flow split evenly over all its equal-cost paths): the simulator's
     ideal_completions, with each flow's throttle."""
-    try:
-        from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import ideal_completions
-    except ImportError:  # pragma: no cover - numpy is in requirements.txt
+    if NUMPY_IMPORT_ERROR:  # pragma: no cover - numpy is in requirements.txt
         return None, "numpy is not installed (requirements.txt): the ideal needs the simulator"
     caps = {name: parse_rate(link["rate"], name) for name, link in info["links"].items() if link.get("rate")}
     paths, volumes, factors = {}, {}, {}
@@ -278,10 +279,8 @@ def seeds(report_steps, fabric_info, trials=5000):
 def simulated_slowdown(fabric_info, trials=2000, seed=0):
     """The simulator's expected slowdown against the ideal when every flow's spine is drawn uniformly (a random hash),
     over ``trials`` placements of the step's own flows on its own fabric; and the formula's, when the step is N
-    equal elephants out of every leaf, each alone at its link's rate (``_ecmp_math.expected_slowdown``)."""
+    equal elephants out of every leaf, each alone at its link's rate (``_model.ecmp.expected_slowdown``)."""
     import numpy as np
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.ecmp import expected_slowdown
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import simulate
 
     links = {name: parse_rate(rate, name) for name, rate in fabric_info["rates"].items()}
     flows = fabric_info["flows"]  # [{id, candidates: [[links]...], volume, factor}]

@@ -148,7 +148,8 @@ def config_lines(run):
     """A run's lab configuration as ``[(key, value)]`` in a stable order: the run-wide lines (line rate, MTU, engine,
     hash policy, perftest options), each experiment's (pattern, kind, workers, volume, streams, steps, collective),
     each host's (its throttle with the mechanism applied, its qdiscs, its kernel, its tools), then the controller's
-    versions. ``run`` is ``_run.load_run``'s ``Run``. A line whose value differs between experiments names each."""
+    versions. ``run`` is ``_run.store.load_run``'s ``Run``. A line whose value differs between experiments names
+    each."""
     lines = []
     experiments = list(run.experiments)
     names = [e.name or "experiment-%d" % i for i, e in enumerate(experiments, 1)]

@@ -7,7 +7,7 @@ The file (``<runs_dir>/history.sqlite`` unless ``AIFABRIC_HISTORY_DB`` names ano
 configuration** as flat, human-readable lines (``worker3 throttle`` = ``2gbit (tc htb on eth0's egress)``), derived
 from ``plan.json``, the counters' snapshots, the flows' own records and ``lab``; and its **results**: per step (the
 step time, the prediction, the straggler and its cause, the idle shares, the counters' verdict), per worker and per
-flow. It is an index, never the record: the run directories are (``_run``), and every row can be built again from
+flow. It is an index, never the record: the run directories are (``_run.store``), and every row can be built again from
 them (``rebuild``), which is what happens when the file is missing or corrupt (moved aside first, never deleted).
 
 Every run is written in one transaction (a crash leaves the run's old rows or its new ones, never half of them), the
@@ -415,9 +415,9 @@ def open_history(db_path, runs_dir=None, notify=None):
 def record_run(db_path, run_dir, report=None, runs_dir=None, notify=None):
     """Index one run directory (its configuration lines and results) in the history at ``db_path``, in one
     transaction; recording it again replaces its rows. ``report``: the run's report when the caller has it (the
-    callback, once report.json is written); else ``_report.analyze_run``'s. ``runs_dir``: where the run directories
-    are, when the history must be built (missing or corrupt; default the database's directory). ``notify``: called
-    with each message (a rebuilt database, a skipped directory); default standard error. Returns
+    callback, once report.json is written); else ``_report.build.analyze_run``'s. ``runs_dir``: where the run
+    directories are, when the history must be built (missing or corrupt; default the database's directory).
+    ``notify``: called with each message (a rebuilt database, a skipped directory); default standard error. Returns
     ``{id, path, db, steps, flows, config_lines}``."""
     rows = run_rows(run_dir, report)
     with open_history(db_path, runs_dir, notify) as conn:

@@ -116,8 +116,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     """Expand ``experiment`` over the inventory. ``groups``/``hostvars`` are Ansible's magic variables. A host's lab
     interface is its ``experiment_interface``, else its ``lab_interface``, else ``interface``; its RDMA device (the
     perftest engine) its ``lab_rdma_device``, else ``rdma_device``. ``fabric``: the fabric lab's description
-    (``_fabric_lab.fabric_topology``); each flow's path through it is found by the kernel's lookups before the steps
-    (``_fabric_lab.lookup_flows`` and ``place``), from source ports the plan chooses."""
+    (``_fabric.lab.fabric_topology``); each flow's path through it is found by the kernel's lookups before the steps
+    (``args.lookup_flows`` and ``_fabric.lab.place``), from source ports the plan chooses."""
     if not isinstance(experiment, dict):
         raise ExperimentError("experiment: expected a dict (name, pattern, volume, ...), got %r" % (experiment,))
     # a field given as null takes its default (docs/experiments.md writes the defaults that way: control_port: null)

@@ -60,8 +60,8 @@ def _fabric_summaries(report):
 
 
 def _check_gates(report, experiments):
-    """Each step of an experiment that states ``expect`` gets its ``gates`` (``_gates.evaluate``, against the baseline
-    run the plan recorded); the report gets ``gates``: whether any broke, and which, one sentence each."""
+    """Each step of an experiment that states ``expect`` gets its ``gates`` (``_analysis.gates.evaluate``, against the
+    baseline run the plan recorded); the report gets ``gates``: whether any broke, and which, one sentence each."""
     by_name = {s["step"]: s for s in report["steps"]}
     checked = False
     for experiment in experiments:
@@ -153,7 +153,7 @@ def report_json(report):
 
 
 def report_files(report):
-    """Every file of the report, name -> text: report.json, report.txt and the other formats (``_formats``). The
+    """Every file of the report, name -> text: report.json, report.txt and the other formats (``formats``). The
     callback and the re-render both write exactly these."""
     files = {"report.json": report_json(report), "report.txt": render_text(report)}
     files.update((name, fmt(report)) for name, fmt in FORMATS.items())

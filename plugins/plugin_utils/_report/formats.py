@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The report's other formats, each a function of the report dict (``_report.analyze_run``'s result): a Markdown
+"""The report's other formats, each a function of the report dict (``build.analyze_run``'s result): a Markdown
 summary for a ticket or a pull request, CSV of the flows and of the steps, JUnit XML (one test case per step, failing
 when the step failed or broke a gate). ``report_files`` gives every file a run directory holds beside report.json, so
 that the callback and the re-render write the same bytes."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import equal_cost_paths, fabric_links
+
 __all__ = ["Flow", "PlannedFlow", "Run", "Step", "StepPlan", "build_run", "step_plans"]
 
 
@@ -187,8 +189,6 @@ def step_plans(plan):
 def _on_fabric(step_plan, plan, step):
     """The step's plan on the fabric lab: each flow's subflows (a stream each) with the links its lookup gave, and its
     equal-cost paths (what perfect spreading would share it over: the ideal's input)."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import equal_cost_paths, fabric_links
-
     fabric = plan.fabric
     links = fabric_links(fabric.topology)
     destinations = {(f.src, f.flow_id): f.dst for f in plan.round_of(step).flows()}

@@ -43,7 +43,7 @@ else:
 __all__ = ["SimulationError", "Simulation", "simulate", "simulate_arrays", "max_min", "ideal_completions",
            "need_numpy", "csr_ptr"]
 
-_EPS = 1e-9  # as _fair_share: a link is full, a flow done, within 1e-9 of its capacity (bit/s) or volume (bits)
+_EPS = 1e-9  # as fair_share.py: a link is full, a flow done, within 1e-9 of its capacity (bit/s) or volume (bits)
 _BLOCK = 512  # positions per block of the next-completion search
 _WINDOW = 1024  # links among which the next one to fill is looked for (the lowest fill levels)
 _REFRESH = 1024  # refills between exact recomputations of each link's used capacity (bounds float drift)
@@ -104,7 +104,7 @@ def _fill(level, residual, count, weight, eps_cap, entry_link, entry_flow, entry
     all three are modified. ``eps_cap``: the fullness tolerance. Entries list every (flow, link) pair, grouped by
     flow (``flow_ptr``); ``entry_weight`` is None when every weight is 1. Returns (rates, iterations).
 
-    Mirrors ``_fair_share.max_min_rates``: all unfrozen flows rise together; the next level is the least
+    Mirrors ``_model.fair_share.max_min_rates``: all unfrozen flows rise together; the next level is the least
     ``level + residual / weight`` over the links with unfrozen flows; every flow on a link then full (within
     ``eps_cap``) freezes at that level. A link's fill level only changes when one of its flows freezes, so each is
     kept with the level it was computed at and only the links of the flows just frozen are updated; the least is
@@ -574,7 +574,7 @@ class Simulation:
         return self.flow_ids if self.flow_ids is not None else list(range(self.finish.size))
 
     def completions(self):
-        """``{flow_id: completion (s from t=0)}``, as ``_fair_share.predict_completions`` returns them."""
+        """``{flow_id: completion (s from t=0)}``, as ``_model.fair_share.predict_completions`` returns them."""
         return dict(zip(self._ids(), self.finish.tolist()))
 
     def rates(self):
@@ -706,8 +706,9 @@ def simulate(links, flows, volumes, starts=None, factors=None, full_recompute=Fa
 
     ``links``: ``{link: capacity in bit/s}``; ``flows``: ``{flow_id: [link, ...]}`` (its path); ``volumes``:
     ``{flow_id: payload bytes}`` (every flow); ``starts``: ``{flow_id: offset in s}`` (default 0); ``factors``:
-    ``{flow_id: goodput factor}`` (default 1.0). ``_fair_share.predict_completions(flows, links, volumes, factors)``
-    and ``simulate(links, flows, volumes, factors=factors).completions()`` agree to float precision.
+    ``{flow_id: goodput factor}`` (default 1.0).
+    ``_model.fair_share.predict_completions(flows, links, volumes, factors)`` and
+    ``simulate(links, flows, volumes, factors=factors).completions()`` agree to float precision.
     Returns a ``Simulation`` (``completions()``, ``rates()``, ``per_link()``, ``step_time``).
     """
     need_numpy()
@@ -722,7 +723,7 @@ def simulate(links, flows, volumes, starts=None, factors=None, full_recompute=Fa
 def max_min(links, flows):
     """Max-min fair wire rates (bit/s) of flows that all run at once: ``{flow_id: rate}``.
 
-    The same answer as ``_fair_share.max_min_rates(flows, links)`` (which also accepts a flow with no links).
+    The same answer as ``_model.fair_share.max_min_rates(flows, links)`` (which also accepts a flow with no links).
     """
     need_numpy()
     capacity, indptr, indices, _names, flow_ids = _compile(links, flows)
