@@ -138,6 +138,42 @@ class Round:
     def to_dict(self):
         return {"hosts": {h: p.to_dict() for h, p in sorted(self.parts.items())}}
 
+    @classmethod
+    def from_dict(cls, data):
+        return cls(parts={host: HostPart(servers=[Server.from_dict(s) for s in p.get("servers") or []],
+                                         flows=[Flow.from_dict(c, host) for c in p.get("clients") or []])
+                          for host, p in sorted((data.get("hosts") or {}).items())})
+
+
+class _Rounds:
+    """A plan's rounds read from its dict form one at a time, when asked for: a filter that makes one host's
+    arguments for one step reads that step's round only (a 32-rank ring AllReduce has 62 rounds of 32 flows). A
+    sequence of ``Round`` s like a list."""
+
+    def __init__(self, raw):
+        self._raw = list(raw)
+        self._made = {}
+
+    def __len__(self):
+        return len(self._raw)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._raw)))]
+        index = range(len(self._raw))[index]
+        if index not in self._made:
+            self._made[index] = Round.from_dict(self._raw[index])
+        return self._made[index]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._raw)))
+
+    def __eq__(self, other):
+        return list(self) == list(other)
+
+    def __repr__(self):
+        return repr(list(self))
+
 
 @dataclass
 class Throttle:
@@ -258,7 +294,7 @@ class Plan:
     line_rate: str
     mtu: int
     hosts: dict  # name -> Host
-    rounds: list  # [Round]
+    rounds: list  # [Round] (read from the dict form as asked for)
     steps: list  # [step name], each repetition's rounds in turn
     rendezvous: Rendezvous
     timeout: float = 120
@@ -369,14 +405,8 @@ class Plan:
                                netns=h.get("netns"), rdma_device=h.get("rdma_device"),
                                throttle=Throttle(rate=t["rate"], peers=list(t.get("peers") or []),
                                                  applied=t.get("applied")) if t else None)
-        rounds = []
-        for r in data.get("rounds") or []:
-            parts = {}
-            for host, p in sorted((r.get("hosts") or {}).items()):
-                parts[host] = HostPart(servers=[Server.from_dict(s) for s in p.get("servers") or []],
-                                       flows=[Flow.from_dict(c, host) for c in p.get("clients") or []])
-            rounds.append(Round(parts=parts))
-        return cls(**_common(data), hosts=hosts, rounds=rounds, steps=list(data.get("steps") or []),
+        return cls(**_common(data), hosts=hosts, rounds=_Rounds(data.get("rounds") or []),
+                   steps=list(data.get("steps") or []),
                    rendezvous=Rendezvous(host=data["rendezvous"]["host"], port=data["rendezvous"]["port"],
                                          start_at=data["rendezvous"].get("start_at")))
 
