@@ -38,10 +38,10 @@ def playbook(env, *args):
 
 def peer_check(run_dir, step_name):
     """The simulator and the pure-Python model on one step's own flows: their times and largest disagreement."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils import _barrier
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import predict_completions
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._run import load_run
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._simulate import simulate
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis import barrier as _barrier
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import predict_completions
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import simulate
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run
 
     run = load_run(run_dir)
     step = next(s for s in run.steps if s.name == step_name)

@@ -43,7 +43,7 @@ def workload(k, flows, seed, kind="step"):
     """The fabric, each flow's hosts and path (CSR), volume and start. ``step``: 64 MB each, all at t=0; ``mixed``:
     log-normal volumes (median 16 MB, sigma 1) starting uniformly over the first 5 ms."""
     import numpy as np
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._simulate import fat_tree
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import fat_tree
 
     fab = fat_tree(k, RATE)
     n = len(fab.hosts)
@@ -62,7 +62,7 @@ def one_size(k, flows, seed, kind):
     """Runs in its own process: prints one JSON line."""
     import tracemalloc
 
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._simulate import simulate_arrays
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import simulate_arrays
 
     t0 = time.perf_counter()
     fab, src, dst, indptr, indices, volume, start = workload(k, flows, seed, kind)
@@ -85,8 +85,8 @@ def one_size(k, flows, seed, kind):
 
 def peer(k, flows, seed, kind):
     """Runs in its own process: _fair_share and the simulator on the same flows; prints one JSON line."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._fair_share import predict_completions
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._simulate import simulate_arrays
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import predict_completions
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import simulate_arrays
 
     fab, _src, _dst, indptr, indices, volume, _start = workload(k, flows, seed, kind)  # _fair_share: one start
     paths = {i: [fab.link_names[j] for j in indices[indptr[i]:indptr[i + 1]]] for i in range(flows)}

@@ -12,18 +12,12 @@ import time
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.aifabric.lab.plugins.module_utils._units import format_size
 
 display = Display()
 
 PERIOD = 1.0  # s between two progress lines
 GRACE = 60.0  # s past arm_timeout + timeout that the progress may be shown (the collect task's own wait follows)
-
-
-def _size(value):
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if value >= scale:
-            return "%.2f %s" % (value / scale, unit)
-    return "%d B" % value
 
 
 def progress_line(step, prog):
@@ -39,7 +33,7 @@ def progress_line(step, prog):
         else:
             rate = "%.2f Gb/s" % f["gbps"] if f.get("gbps") is not None else "-"
             share = " %.0f%%" % (f["share"] * 100) if f.get("share") is not None else ""
-            parts.append("%s %s %s%s" % (name, _size(f["bytes"]), rate, share))
+            parts.append("%s %s %s%s" % (name, format_size(f["bytes"], digits=2, sep=" "), rate, share))
     left = prog.get("remaining_s")
     tail = "; ~%.1f s left at these rates" % left if left is not None else ""
     return "[%s %5.1f s] %s%s" % (step, prog.get("elapsed_s") or 0.0, " | ".join(parts) or "no flow sample yet", tail)

@@ -81,55 +81,29 @@ seealso:
   - module: aifabric.lab.flow
 """
 
-import json
 import os
-import platform
 import signal
 import sqlite3
 import tempfile
-import time
 
 from ansible.plugins.callback import CallbackBase
-from ansible.release import __version__ as ansible_version
-from ansible_collections.aifabric.lab.plugins.plugin_utils._history import HistoryError, default_db_path, record_run
-from ansible_collections.aifabric.lab.plugins.plugin_utils._report import (
-    RunDirectory,
-    analyze_run,
-    build_report,
-    render_text,
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history.store import (
+    HistoryError,
+    default_db_path,
+    record_run,
 )
-from ansible_collections.aifabric.lab.plugins.plugin_utils._run import (
-    PLAN_SCHEMA_VERSION,
-    applied_throttles,
-    build_run,
-    counters_entry,
-    missing_flow_cause,
-    step_plans,
-)
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run, build_report, report_files
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import build_run, step_plans
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.records import Collector, applied_throttles
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import RunDirectory, controller_facts
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
 _FABRIC_ACTIONS = frozenset(("aifabric.lab.fabric_paths", "fabric_paths"))
 _STATS_ACTIONS = frozenset(("ansible.builtin.set_stats", "set_stats", "ansible.legacy.set_stats"))
 PLAN_STAT = "aifabric_lab_plan"  # the experiment role's set_stats key: {plan: flow_plan's result, throttles: [...]}
-
-
-def _collection_version():
-    """This collection's version, from its MANIFEST.json (installed) or galaxy.yml (a checkout)."""
-    base = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    try:
-        with open(os.path.join(base, "MANIFEST.json")) as handle:
-            return json.load(handle)["collection_info"]["version"]
-    except (OSError, ValueError, KeyError):
-        pass
-    try:
-        with open(os.path.join(base, "galaxy.yml")) as handle:
-            for line in handle:
-                if line.startswith("version:"):
-                    return line.split(":", 1)[1].strip().strip("\"'")
-    except OSError:
-        pass
-    return None
 
 
 def _cause_without_result(res):
@@ -148,28 +122,40 @@ def _cause_without_result(res):
     return msg
 
 
-def _start_summary(record):
-    """How a step started, from the coordinator's record: the mode, the measured margin and probe rounds, how long
-    the hosts took to arm, and each host's clock offset and round trip."""
-    fire = record.get("fire") or {}
-    parties = record.get("parties") or {}
-    armed = [p["armed_at"] for p in parties.values() if p.get("armed_at")]
-    opened = record.get("started_at")
-    return {
-        "mode": record.get("mode"),
-        "status": record.get("status"),
-        "margin_s": fire.get("margin_s"),
-        "probe_fanout_s": fire.get("probe_fanout_s"),
-        "arm_spread_s": round(max(armed) - min(armed), 6) if len(armed) > 1 else 0.0,
-        "armed_after_s": round(max(armed) - opened, 6) if armed and opened else None,
-        "fire_after_armed_s": round(fire["at"] - fire["armed_last_at"], 6) if fire.get("armed_last_at") else None,
-        # the last fire message left this long before the instant (negative: after it, and its flows were late)
-        "last_fire_sent_ahead_s": round(fire["at"] - max(p["fire_sent_at"] for p in parties.values()
-                                                         if p.get("fire_sent_at")), 6)
-        if fire.get("at") and any(p.get("fire_sent_at") for p in parties.values()) else None,
-        "hosts": {h: {k: p.get(k) for k in ("offset_s", "rtt_s") if p.get(k) is not None}
-                  for h, p in sorted(parties.items())},
-    }
+class _Writer:
+    """The collector's writer: the run directory, made when the first record comes (with the plans known so far),
+    each record written at once; a write that fails is remembered, never raised (the report says so)."""
+
+    def __init__(self, callback):
+        self.cb = callback
+
+    def _write(self, what, *args):
+        cb = self.cb
+        try:
+            if cb._run is None:
+                cb._run = cb._open_run()
+                if what != "write_plan":
+                    cb._run.write_plan(cb._experiments, cb._lab)
+            getattr(cb._run, what)(*args)
+        except OSError as exc:
+            cb._write_error = "cannot write results under %s: %s" % (cb._run.path if cb._run else cb._runs_dir, exc)
+
+    def add_flow(self, step, record):
+        self._write("add_flow", step, record)
+
+    def add_counters(self, step, host, entry):
+        self._write("add_counters", step, host, entry)
+
+    def add_start(self, step, start):
+        self._write("add_start", step, start)
+
+    def set_kernel(self, host, kernel):
+        self.cb._lab["hosts"][host] = {"kernel": kernel}
+        self._write("write_plan", self.cb._experiments, self.cb._lab)
+
+    def plans_changed(self):
+        if self.cb._run is not None:
+            self._write("write_plan", self.cb._experiments, self.cb._lab)
 
 
 class CallbackModule(CallbackBase):
@@ -180,15 +166,11 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._steps = {}
-        self._counters = {}
-        self._fabric_before = {}
-        self._starts = {}
         self._plans = {}  # step -> StepPlan, from the experiments' plans
-        self._plan_record = {"schema_version": PLAN_SCHEMA_VERSION, "experiments": [], "steps": {}, "lab": {
-            "controller": {"kernel": platform.release(), "python": platform.python_version(),
-                           "ansible_core": ansible_version, "collection": _collection_version()},
-            "hosts": {}}}
+        self._experiments = []  # [Plan]
+        self._lab = {"controller": controller_facts(), "hosts": {}}
+        self._writer = _Writer(self)
+        self._collector = Collector(self._writer, planned=lambda step: step in self._plans)
         self._run = None
         self._label = "run"
         self._write_error = None
@@ -207,102 +189,20 @@ class CallbackModule(CallbackBase):
         self._label = os.path.splitext(os.path.basename(playbook._file_name))[0]
 
     # -- collecting -------------------------------------------------------------------------------------------
-    def _write(self, what, *args):
-        try:
-            if self._run is None:
-                self._run = self._open_run()
-                if what != "write_plan":
-                    self._run.write_plan(self._plan_record)
-            getattr(self._run, what)(*args)
-        except OSError as exc:
-            self._write_error = "cannot write results under %s: %s" % (self._run.path if self._run else
-                                                                       self._runs_dir, exc)
-
-    def _add_flow(self, step, host, record, fill_only=False):
-        """One flow's record, written at once. A failure already known for the flow is kept (the first cause is the
-        one that explains it); ``fill_only`` adds a record only where the flow has none."""
-        record = dict(record)
-        record["host"] = host
-        record["step"] = step
-        record.setdefault("flow_id", host)
-        # A planned step's facts are in plan.json; a flow outside any plan keeps the ones its task gave it
-        annotations = record.pop("annotations", None)
-        if step not in self._plans and isinstance(annotations, dict) and annotations:
-            record["annotations"] = annotations
-        record["received_at"] = time.time()  # bookkeeping only; never used for timing
-        flows = self._steps.setdefault(step, {})
-        key = (host, record["flow_id"])
-        old = flows.get(key)
-        # The first cause of a failure is kept, with one exception: the coordinator's view of a host that never
-        # reported ("did not arm", "lost") gives way to the host's own account - unless that account only says the
-        # controller's cleanup stopped it.
-        if old is not None and not (old.get("cause_from") == "rendezvous" and record.get("cause_from") is None):
-            if fill_only or (old.get("status") != "ok" and record.get("status") != "ok"):
-                return
-        flows[key] = record
-        self._write("add_flow", step, record)
-
-    def _add_counters(self, step, host, counters):
-        entry = counters_entry(step, host, counters)
-        if entry is None:
-            return
-        self._counters.setdefault(step, {})[host] = entry
-        self._write("add_counters", step, host, entry)
-
-    def _add_part(self, step, host, part, fill_only=False):
-        for flow in part.get("clients") or []:
-            self._add_flow(step, host, flow, fill_only=fill_only)
-        self._add_counters(step, host, part.get("counters"))
-        if part.get("kernel") and self._plan_record["lab"]["hosts"].get(host, {}).get("kernel") != part["kernel"]:
-            self._plan_record["lab"]["hosts"][host] = {"kernel": part["kernel"]}
-            self._write("write_plan", self._plan_record)
-
     def _add_plan(self, data):
-        """An experiment's plan (the experiment role's set_stats): its steps' plans, and what each throttle
-        applied, into plan.json."""
-        the_plan = data.get("plan")
-        if not isinstance(the_plan, dict) or not isinstance(the_plan.get("hosts"), dict):
+        """An experiment's plan (the experiment role's set_stats), with what each throttle applied, into plan.json."""
+        try:
+            the_plan = Plan.from_dict(data.get("plan"))
+        except (PlanError, KeyError, TypeError) as exc:
+            self._display.warning("barrier_report: the experiment's plan cannot be read (%s); its steps are reported "
+                                  "from their flows alone" % exc)
             return
-        applied = applied_throttles(data.get("throttles"))
-        plans = step_plans(the_plan, applied)
-        self._plans.update(plans)
-        experiment = dict(the_plan, applied_throttles=applied)
+        the_plan.with_applied(applied_throttles(data.get("throttles")))
         if isinstance(data.get("baseline"), dict) and data["baseline"]:
-            experiment["baseline"] = data["baseline"]  # the history's run the vs_baseline gate compares against
-        self._plan_record["experiments"].append(experiment)
-        self._plan_record["steps"].update({name: p.as_dict() for name, p in plans.items()})
-        if self._run is not None:
-            self._write("write_plan", self._plan_record)
-
-    def _add_step_record(self, record, fill_only=False):
-        """The coordinator's record of a step: every host's part, and a cause for every flow that never reported."""
-        step = record.get("step") or "step"
-        hosts = record.get("hosts") or {}
-        for host, part in sorted(hosts.items()):
-            self._add_part(step, host, part or {}, fill_only=fill_only)
-        for host, flow_ids in sorted((record.get("expected_flows") or {}).items()):
-            if host in hosts:
-                continue
-            cause = missing_flow_cause(record, host)
-            for flow_id in flow_ids:
-                self._add_flow(step, host, {"flow_id": flow_id, "status": "error", "error": cause,
-                                            "cause_from": "rendezvous"}, fill_only=True)
-        if record.get("fire") or record.get("parties"):
-            self._starts[step] = _start_summary(record)
-            self._write("add_start", step, self._starts[step])
-
-    def _add_fabric_counters(self, data):
-        """The fabric lab's switches' snapshots (fabric_paths with step and label): before is kept until after."""
-        step, label, switches = data.get("step"), data.get("label"), data.get("switches")
-        if not step or not isinstance(switches, dict):
-            return
-        if label == "before":
-            self._fabric_before[step] = switches
-            return
-        before = self._fabric_before.pop(step, {})
-        for switch, after in sorted(switches.items()):
-            if switch in before:
-                self._add_counters(step, switch, {"before": before[switch], "after": after})
+            the_plan.baseline = data["baseline"]  # the history's run the vs_baseline gate compares against
+        self._plans.update(step_plans(the_plan))
+        self._experiments.append(the_plan)
+        self._writer.plans_changed()
 
     def _record_step_task(self, result, unreachable=False, failed=False):
         res = result._result
@@ -313,9 +213,9 @@ class CallbackModule(CallbackBase):
         step = args.get("step") or result._task.get_name()
         state = args.get("state") or "started"
         if isinstance(res.get("step"), dict):
-            self._add_step_record(res["step"], fill_only=state == "stopped")
+            self._collector.add_step_record(res["step"], fill_only=state == "stopped")
         if isinstance(res.get("part"), dict) and state == "stopped":
-            self._add_part(step, host, res["part"], fill_only=True)
+            self._collector.add_part(step, host, res["part"], fill_only=True)
         if not (unreachable or failed or res.get("failed")):
             return
         cause = res.get("msg") or "unreachable"
@@ -331,17 +231,11 @@ class CallbackModule(CallbackBase):
                 if not isinstance(part, dict):
                     continue
                 party = part.get("party")
-                self._failed_clients(step, party, part.get("clients"),
-                                     cause if not errors else "could not start: %s" % errors[party]
-                                     if party in errors else "not started: %s" % why)
+                self._collector.add_failed_clients(step, party, part.get("clients"),
+                                                   cause if not errors else "could not start: %s" % errors[party]
+                                                   if party in errors else "not started: %s" % why)
             return
-        self._failed_clients(step, host, args.get("clients"), cause)
-
-    def _failed_clients(self, step, host, clients, cause):
-        for client in clients or []:
-            if isinstance(client, dict) and client.get("flow_id"):
-                self._add_flow(step, host, {"flow_id": client["flow_id"], "status": "error", "error": cause,
-                                            "annotations": client.get("annotations") or {}})
+        self._collector.add_failed_clients(step, host, args.get("clients"), cause)
 
     def _record(self, result, status_override=None, failed=False):
         task = result._task
@@ -352,7 +246,7 @@ class CallbackModule(CallbackBase):
             return
         if task.action in _FABRIC_ACTIONS and not (failed or status_override):
             if isinstance(result._result.get("fabric_counters"), dict):
-                self._add_fabric_counters(result._result["fabric_counters"])
+                self._collector.add_fabric_counters(result._result["fabric_counters"])
             return
         if task.action in _STEP_ACTIONS:
             # (ansible-core 2.19 hands a failed task's result to v2_runner_on_failed without its "failed" key)
@@ -379,7 +273,7 @@ class CallbackModule(CallbackBase):
             record["status"] = "error"
             record["error"] = _cause_without_result(res)
         record["flow_id"] = host  # one plain flow per host and task
-        self._add_flow(annotations.get("step") or task.get_name(), host, record)
+        self._collector.add_flow(annotations.get("step") or task.get_name(), host, record)
 
     def _open_run(self):
         """The run directory under runs_dir, or, when that cannot be written, one under the system's temp directory
@@ -413,7 +307,7 @@ class CallbackModule(CallbackBase):
 
     # -- reporting --------------------------------------------------------------------------------------------
     def v2_playbook_on_stats(self, stats):
-        if not self._steps:
+        if not self._collector.flows:
             return
         report = None
         if self._run is not None and self._write_error is None:
@@ -423,13 +317,14 @@ class CallbackModule(CallbackBase):
             except (OSError, ValueError) as exc:
                 self._write_error = "cannot read back the run directory %s: %s" % (self._run.path, exc)
         if report is None:  # nothing could be written: the report from what this process holds
-            steps = {name: list(flows.values()) for name, flows in self._steps.items()}
-            report = build_report(build_run(steps, self._plans, self._counters, self._starts,
-                                            path=self._run.path if self._run else None, lab=self._plan_record["lab"]))
+            collected = self._collector
+            report = build_report(build_run(collected.records(), self._plans, collected.counters, collected.starts,
+                                            path=self._run.path if self._run else None, lab=self._lab,
+                                            experiments=self._experiments))
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:
-                self._run.write_report(report)
+                self._run.write_files(report_files(report))
             except OSError as exc:
                 self._write_error = "cannot write the report under %s: %s" % (self._run.path, exc)
         # Several playbooks in one command share one run (and its baseline); each prints only its new steps.

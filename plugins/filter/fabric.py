@@ -6,12 +6,9 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric_lab import (
-    FabricLabError,
-    fabric_topology,
-    lookup_flows,
-    place,
-)
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import FabricLabError, fabric_topology, place
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import lookup_flows
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 
 
 def fabric_lab_topology(groups, hostvars, prefix="aff-", hash_name="l4", seed=None, host_rate=None, uplink_rate=None,
@@ -23,17 +20,26 @@ def fabric_lab_topology(groups, hostvars, prefix="aff-", hash_name="l4", seed=No
         raise AnsibleFilterError("fabric_lab_topology: %s" % exc) from None
 
 
+def _plan(the_plan, name):
+    try:
+        return Plan.from_dict(the_plan)
+    except (PlanError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("%s: give the flow_plan filter's result (%s)" % (name, exc)) from None
+
+
 def fabric_lookup_flows(the_plan):
-    if not isinstance(the_plan, dict) or not the_plan.get("fabric"):
+    plan = _plan(the_plan, "fabric_lookup_flows")
+    if not plan.fabric:
         return []
-    return lookup_flows(the_plan)
+    return lookup_flows(plan)
 
 
 def fabric_place(the_plan, paths):
-    if not isinstance(the_plan, dict) or not the_plan.get("fabric"):
+    plan = _plan(the_plan, "fabric_place")
+    if not plan.fabric:
         return the_plan
     try:
-        return place(the_plan, paths)
+        return place(plan, paths).to_dict()
     except FabricLabError as exc:
         raise AnsibleFilterError("fabric_place: %s" % exc) from None
 

@@ -11,7 +11,10 @@ import sqlite3
 
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
-from ansible_collections.aifabric.lab.plugins.plugin_utils import _history
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history import compare as _compare
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history import store as _store
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history import text as _text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 
 _display = Display()
 
@@ -24,14 +27,14 @@ def _db(db, runs_dir, name):
     if db in (None, ""):
         if not runs_dir:
             raise AnsibleFilterError("%s: give db (the history file, e.g. runs/history.sqlite) or runs_dir" % name)
-        return _history.default_db_path(str(runs_dir))
+        return _store.default_db_path(str(runs_dir))
     return str(db)
 
 
 def _call(name, function, *args, **kwargs):
     try:
         return function(*args, notify=_warn, **kwargs)
-    except _history.HistoryError as exc:
+    except _store.HistoryError as exc:
         raise AnsibleFilterError("%s: %s" % (name, exc)) from None
     except (OSError, sqlite3.Error) as exc:
         raise AnsibleFilterError("%s: %s" % (name, exc)) from None
@@ -41,7 +44,7 @@ def history_record(run_dir, db=None, runs_dir=None):
     if not run_dir:
         raise AnsibleFilterError("history_record: give a run directory (runs/<stamp>-<playbook>)")
     runs_dir = runs_dir or os.path.dirname(os.path.abspath(str(run_dir)))
-    return _call("history_record", _history.record_run, _db(db, runs_dir, "history_record"), str(run_dir),
+    return _call("history_record", _store.record_run, _db(db, runs_dir, "history_record"), str(run_dir),
                  runs_dir=str(runs_dir))
 
 
@@ -51,22 +54,22 @@ def history_rebuild(runs_dir, db=None):
     if not os.path.isdir(str(runs_dir)):
         raise AnsibleFilterError("history_rebuild: runs_dir %s is not a directory; give the directory that holds the "
                                  "run directories (runs)" % runs_dir)
-    return _call("history_rebuild", _history.rebuild, _db(db, runs_dir, "history_rebuild"), runs_dir=str(runs_dir))
+    return _call("history_rebuild", _store.rebuild, _db(db, runs_dir, "history_rebuild"), runs_dir=str(runs_dir))
 
 
 def history_runs(db, limit=None, runs_dir=None, sync=True):
-    return _call("history_runs", _history.list_runs, _db(db, runs_dir, "history_runs"), limit=limit,
+    return _call("history_runs", _store.list_runs, _db(db, runs_dir, "history_runs"), limit=limit,
                  runs_dir=runs_dir, sync=bool(sync))
 
 
 def history_table(rows):
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "id" in r for r in rows):
         raise AnsibleFilterError("history_table: give the history_runs filter's result (a list of runs)")
-    return _history.render_history(rows)
+    return _text.render_history(rows)
 
 
 def history_compare(db, a="latest~1", b="latest", runs_dir=None):
-    return _call("history_compare", _history.compare, _db(db, runs_dir, "history_compare"), a=a, b=b,
+    return _call("history_compare", _compare.compare, _db(db, runs_dir, "history_compare"), a=a, b=b,
                  runs_dir=runs_dir)
 
 
@@ -77,11 +80,11 @@ def _diff(diff, name):
 
 
 def history_compare_text(diff):
-    return _history.render_compare(_diff(diff, "history_compare_text"))
+    return _text.render_compare(_diff(diff, "history_compare_text"))
 
 
 def history_compare_files(diff):
-    return _history.compare_files(_diff(diff, "history_compare_files"))
+    return _text.compare_files(_diff(diff, "history_compare_files"))
 
 
 def _callback_setting(key, env, default=None):
@@ -106,15 +109,16 @@ def _callback_setting(key, env, default=None):
 
 
 def history_baseline(the_plan, db=None, runs_dir=None):
-    if not isinstance(the_plan, dict) or "steps" not in the_plan:
-        raise AnsibleFilterError("history_baseline: give the flow_plan filter's result")
+    try:
+        the_plan = Plan.from_dict(the_plan)
+    except (PlanError, KeyError, TypeError):
+        raise AnsibleFilterError("history_baseline: give the flow_plan filter's result") from None
     runs_dir = runs_dir or _callback_setting("runs_dir", "AIFABRIC_RUNS_DIR", "runs")
     db = db or _callback_setting("history_db", "AIFABRIC_HISTORY_DB")
     if not os.path.isdir(str(runs_dir)):
         return {"reason": "no run history yet (%s does not exist)" % runs_dir}
-    ref = (the_plan.get("expect") or {}).get("baseline")
-    return _call("history_baseline", _history.baseline_run, _db(db, runs_dir, "history_baseline"),
-                 the_plan["steps"], ref=ref, runs_dir=str(runs_dir))
+    return _call("history_baseline", _compare.baseline_run, _db(db, runs_dir, "history_baseline"),
+                 the_plan.steps, ref=the_plan.expect.get("baseline"), runs_dir=str(runs_dir))
 
 
 class FilterModule:

@@ -9,17 +9,21 @@ propagate back (unshare CLONE_NEWNS, / made a recursive slave) and mounts a sysf
 Python 3.11 has neither ``os.setns`` nor ``os.unshare``; libc is called through ctypes.
 
 The calling process must be single-threaded (unshare(CLONE_NEWNS) refuses a process with threads) and must not be
-the module's own process: the caller forks first, so the module stays where Ansible started it.
+the module's own process: the caller forks first, so the module stays where Ansible started it. ``fork_in_namespace``
+is that fork, the one place it is written: a child enters the namespace, runs the work, writes what it returns as JSON
+to a pipe (or the error it raised) and exits; ``gather`` reads it. ``run_in_namespace`` is both, for a function whose
+value is wanted at once (a namespace's sysctls).
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import re
 
-__all__ = ["NETNS_RUN_DIR", "NetnsError", "enter", "valid_name"]
+__all__ = ["NETNS_RUN_DIR", "NetnsError", "enter", "fork_in_namespace", "gather", "run_in_namespace", "valid_name"]
 
 NETNS_RUN_DIR = "/run/netns"
 _CLONE_NEWNS = 0x00020000
@@ -77,3 +81,60 @@ def enter(name, run_dir=NETNS_RUN_DIR):
         except OSError:
             pass
     _call(libc, "mount", name.encode(), b"/sys", b"sysfs", flags, None)
+
+
+def fork_in_namespace(name, work, close=()):
+    """Run ``work(write_fd)`` in a forked child inside network namespace ``name`` (None: this one). The child writes
+    the JSON of what ``work`` returns to a pipe - or, when entering or the work raised, ``{"status": "failed", "error":
+    ...}`` - and exits. ``write_fd`` is given to ``work`` so that a daemon it starts can close it (else the pipe would
+    stay open as long as the daemon runs); ``close``: descriptors the child closes first (other children's pipes).
+    Returns (pid, read_fd) for ``gather``."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (runs in the forked process; the namespace tests run it as root)
+        try:
+            os.close(read_fd)
+            for fd in close:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            try:
+                if name is not None:
+                    enter(name)
+                out = work(write_fd)
+            except Exception as exc:  # noqa: BLE001  every failure is reported, none is raised past the fork
+                out = {"status": "failed", "error": str(exc) if isinstance(exc, OSError)
+                       else "%s: %s" % (type(exc).__name__, exc)}
+            data = json.dumps(out).encode()
+            while data:
+                data = data[os.write(write_fd, data):]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def gather(pid, read_fd):
+    """What a ``fork_in_namespace`` child returned (its whole output, then its exit)."""
+    chunks = []
+    while True:
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        return {"status": "failed", "error": "the forked process ended without a result"}
+
+
+def run_in_namespace(name, fn, *args):
+    """``fn(*args)`` run inside network namespace ``name`` (a forked child); its value (JSON). Raises NetnsError
+    with the child's error."""
+    out = gather(*fork_in_namespace(name, lambda _write_fd: {"value": fn(*args)}))
+    if "value" not in out:
+        raise NetnsError(errno.EIO, "in namespace %s: %s" % (name, out.get("error") or "no result"))
+    return out["value"]

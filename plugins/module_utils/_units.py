@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["UnitError", "parse_rate", "parse_size", "format_rate", "format_size", "MIN_RATE_BPS", "MAX_RATE_BPS"]
+__all__ = ["UnitError", "parse_rate", "parse_size", "format_rate", "format_size", "scale_size", "MIN_RATE_BPS",
+           "MAX_RATE_BPS"]
 
 MIN_RATE_BPS = 1_000  # 1kbit
 MAX_RATE_BPS = 400_000_000_000  # 400gbit
@@ -99,11 +100,28 @@ def format_rate(bps):
     return "%dbit" % bps
 
 
-def format_size(size):
-    """``9830000000`` -> ``9.83GB``."""
-    for unit, factor in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+_SIZE_SCALES = (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+
+
+def scale_size(size, largest="TB", kilo="KB"):
+    """``(number, unit)`` of a byte count in the largest unit it reaches (powers of 1000, up to ``largest``; ``kilo``:
+    how the thousands' unit is spelled, ``KB`` or ``kB``); ``(size, "B")`` below a thousand."""
+    names = [unit for unit, _factor in _SIZE_SCALES]
+    for unit, factor in _SIZE_SCALES[names.index(largest):]:
         if size >= factor:
-            number = size / factor
-            text = ("%d" % number) if number == int(number) else ("%.3g" % number)
-            return text + unit
-    return "%dB" % size
+            return size / factor, kilo if unit == "KB" else unit
+    return size, "B"
+
+
+def format_size(size, digits=None, sep="", largest="TB", kilo="KB"):
+    """``9830000000`` -> ``9.83GB`` (the shortest exact spelling, else three significant digits). ``digits``: that many
+    decimals instead; ``sep``: between the number and its unit (``9.83 GB``); ``largest`` and ``kilo``: as
+    ``scale_size``'s. The one place sizes are written: tc's burst, the progress line, the report's retransmissions."""
+    number, unit = scale_size(size, largest, kilo)
+    if unit == "B":
+        return "%d%sB" % (size, sep)
+    if digits is None:
+        text = ("%d" % number) if number == int(number) else ("%.3g" % number)
+    else:
+        text = "%.*f" % (digits, number)
+    return text + sep + unit

@@ -106,8 +106,8 @@ stopped_processes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric import run_topology
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric_args import FABRIC_ARGS
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.module import run_topology
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import FABRIC_ARGS
 from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, netns, require_pyroute2
 
 

@@ -53,6 +53,15 @@ grep -q '"changed": true' <<<"$out"
 out=$(ansible localhost -c local -m ansible.builtin.debug \
   -a "msg={{ {'w1': ['b'], 'w2': ['b', 't']} | aifabric.lab.fair_share({'b': '8gbit', 't': '2gbit'}) }}")
 grep -q '"rate_bps": 6000000000.0' <<<"$out"
+# The report's templates are files of the collection (plugin_utils/_report/templates): the installed copy renders a
+# checked-in run directory, its text and its HTML page.
+fixture="$root/tests/unit/plugins/plugin_utils/fixtures/history/20261130T185009-demo"
+out=$(ansible localhost -c local -m ansible.builtin.debug \
+  -a "msg={{ (('$fixture' | aifabric.lab.run_report | aifabric.lab.report_files)['report.txt'].splitlines())[4] }}")
+grep -q "worker         completion s     Gb/s" <<<"$out" || { echo "the installed collection's report.txt: $out"; exit 1; }
+out=$(ansible localhost -c local -m ansible.builtin.debug \
+  -a "msg={{ ('$fixture' | aifabric.lab.run_report | aifabric.lab.report_files)['report.html'].startswith('<!DOCTYPE html>') }}")
+grep -q '"msg": true' <<<"$out" || { echo "the installed collection's report.html: $out"; exit 1; }
 # The execution environment: ansible-builder's own introspection (the script a build runs inside the image) reads the
 # installed collection's meta/execution-environment.yml, and `ansible-builder create` writes the example EE's context.
 ansible-builder create -f "$root/ee/execution-environment.yml" --context "$work/ee" > "$work/ee.log" \
@@ -73,7 +82,7 @@ grep -q "FROM \$EE_BASE_IMAGE" "$work/ee/Dockerfile"
 echo "execution environment: context written ($(find "$work/ee" -type f | wc -l) files); introspection of the installed" \
   "collection: $(wc -l < "$work/ee-pip.txt") Python and $(grep -c 'aifabric.lab' "$work/ee-bindep.txt") system requirements," \
   "of which an EE installs: $ee_system"
-echo "installed collection: ansible-doc, a module (check mode), a filter and the callback load from $work/collections"
+echo "installed collection: ansible-doc, a module (check mode), a filter, the report's templates and the callback load from $work/collections"
 # The README's path for a user of the installed collection: its playbooks by name, with its netns inventory.
 installed="$work/collections/ansible_collections/aifabric/lab"
 for pb in aifabric.lab.lab_up aifabric.lab.barrier aifabric.lab.demo aifabric.lab.lab_down; do

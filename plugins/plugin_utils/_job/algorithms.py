@@ -50,7 +50,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from ansible_collections.aifabric.lab.plugins.plugin_utils._patterns import BUS_FACTOR
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.patterns import BUS_FACTOR
 
 __all__ = [
     "ScheduleError",
@@ -75,7 +75,7 @@ OPS = {
 }
 DEFAULT_ALGORITHM = {"allreduce": "ring", "allgather": "ring", "reducescatter": "ring", "alltoall": "direct",
                      "broadcast": "ring"}
-# The key of each op's factor in _patterns.BUS_FACTOR (nccl-tests' factors; broadcast's is 1 and is not there).
+# The key of each op's factor in _plan.patterns.BUS_FACTOR (nccl-tests' factors; broadcast's is 1 and is not there).
 _BUS_FACTOR_KEY = {"allreduce": "allreduce_ring", "allgather": "allgather_ring",
                    "reducescatter": "reduce_scatter_ring", "alltoall": "alltoall"}
 _ABBREV = {"allreduce": "ar", "allgather": "ag", "reducescatter": "rs", "alltoall": "a2a", "broadcast": "bc"}
@@ -141,7 +141,7 @@ class Schedule:
 
 def bus_factor(op, n):
     """nccl-tests' busbw = algbw x factor: allreduce 2(n-1)/n, allgather, reducescatter and alltoall (n-1)/n,
-    broadcast 1 (the factors of ``_patterns.BUS_FACTOR``, reused)."""
+    broadcast 1 (the factors of ``_plan.patterns.BUS_FACTOR``, reused)."""
     if op == "broadcast":
         return 1.0
     if op not in _BUS_FACTOR_KEY:

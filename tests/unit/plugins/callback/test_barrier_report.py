@@ -8,7 +8,8 @@ import os
 
 import pytest
 from ansible_collections.aifabric.lab.plugins.callback.barrier_report import CallbackModule
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run
 
 
 class Task:
@@ -57,7 +58,7 @@ def callback(tmp_path):
 
 PLAN = plan({"name": "barrier", "throttles": {"w2": "2gbit"}}, {"workers": ["w1", "w2"], "sinks": ["sink"]},
             {"sink": {"lab_address": "198.18.0.1"}, "w1": {"lab_address": "198.18.0.11"},
-             "w2": {"lab_address": "198.18.0.12"}})
+             "w2": {"lab_address": "198.18.0.12"}}).to_dict()  # the fact the role's set_stats gives, as Ansible does
 
 
 def plan_result(baseline=None):
@@ -116,13 +117,19 @@ def test_a_collected_step_becomes_plan_flows_counters_start_and_a_report(callbac
     w2 = json.load(open(os.path.join(path, "flows", "barrier", "w2.json")))
     assert "annotations" not in w2 and w2["completion_s"] == 3.0
     saved = json.load(open(os.path.join(path, "plan.json")))
-    assert saved["steps"]["barrier"]["expected_workers"] == ["w1", "w2"]
-    assert saved["steps"]["barrier"]["flows"][1] == {
-        "host": "w2", "flow_id": "w2", "mtu": 9000, "throttle": "2gbit", "goodput_factor": None,
-        "throttle_mechanism": "w2: tc htb on eth0's egress",
+    # the plan once: the experiment's, with what its throttle applied; no second copy of each step's
+    assert saved["schema_version"] == 2 and sorted(saved) == ["experiments", "lab", "schema_version"]
+    (experiment,) = saved["experiments"]
+    want = dict(PLAN, hosts=dict(PLAN["hosts"], w2=dict(PLAN["hosts"]["w2"], throttle={
+        "rate": "2gbit", "peers": [], "applied": "tc htb on eth0's egress"})))
+    assert experiment == {k: v for k, v in want.items() if k not in ("participants", "throttled")}
+    # read back, the step's plan is what the report reads: the expected workers, each flow's path and throttle
+    (step_plan,) = [s.plan for s in load_run(path).steps]
+    assert step_plan.expected_workers == ["w1", "w2"]
+    assert step_plan.flows[("w2", "w2")].as_dict() == {
+        "mtu": 9000, "throttle": "2gbit", "goodput_factor": None, "throttle_mechanism": "w2: tc htb on eth0's egress",
         "path": [{"link": "w2->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"},
                  {"link": "w2 egress", "rate": "2gbit", "throttle": True}]}
-    assert saved["experiments"][0]["applied_throttles"] == {"w2": "tc htb on eth0's egress"}
     assert saved["lab"]["hosts"] == {"w1": {"kernel": "6.1.0-test"}} and saved["lab"]["controller"]["ansible_core"]
     assert os.listdir(os.path.join(path, "counters", "barrier")) == ["w1.json"]
     start = json.load(open(os.path.join(path, "starts", "barrier.json")))
@@ -218,14 +225,14 @@ def test_one_task_that_started_every_part_names_the_host_that_could_not_start(ca
 
 def test_a_loops_summary_result_is_not_counted_twice(callback):
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "stopped", "party": "sink"}, {"results": [{}]}))
-    assert callback._steps == {}
+    assert callback._collector.flows == {}
 
 
 def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for_byte(callback, tmp_path):
     import shutil
 
-    from ansible_collections.aifabric.lab.plugins.filter.barrier import report_json, run_report
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_run
+    from ansible_collections.aifabric.lab.plugins.filter.report import report_json, run_report
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import render_run
 
     callback.v2_runner_on_ok(plan_result())
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
@@ -235,7 +242,7 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     written = open(os.path.join(path, "report.json")).read()
     assert json.loads(written)["run_dir"] == os.path.abspath(path)
     assert report_json(run_report(path)) == written  # the filter, read only
-    from ansible_collections.aifabric.lab.plugins.filter.barrier import report_files
+    from ansible_collections.aifabric.lab.plugins.filter.report import report_files
 
     files = report_files(run_report(path))
     assert sorted(files) == ["flows.csv", "junit.xml", "report.html", "report.json", "report.md", "report.txt",
@@ -252,7 +259,7 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
 
 
 def test_every_run_is_recorded_in_the_history_and_a_broken_history_only_warns(callback, tmp_path):
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._history import get_run
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._history.compare import get_run
 
     callback.v2_runner_on_ok(plan_result())
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
@@ -283,7 +290,7 @@ def test_the_baseline_run_of_the_plan_is_kept_in_plan_json(callback):
 def test_the_in_memory_report_is_the_run_directorys_when_nothing_could_be_written(callback, tmp_path):
     """runs_dir unwritable twice over (no fallback either): the report comes from what the callback holds, and it is
     the one the run directory would have given."""
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import analyze_run
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run
 
     callback.v2_runner_on_ok(plan_result())
     callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
@@ -294,7 +301,7 @@ def test_the_in_memory_report_is_the_run_directorys_when_nothing_could_be_writte
     printed = "\n".join(str(line) for line in callback._display.lines)
     assert "step time (max)        3.00 s" in printed and "the report above was not saved" in printed
     assert "straggler              w2: throttled to 2gbit (w2: tc htb on eth0's egress)" in printed
-    from ansible_collections.aifabric.lab.plugins.plugin_utils._report import render_text
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 
     assert render_text(from_disk) in printed
 

@@ -2,21 +2,39 @@
 """The filters as a play calls them: what they return, and bad input as AnsibleFilterError naming the field."""
 from __future__ import annotations
 
+import glob
+import importlib
+import json
+import os
+
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.aifabric.lab.plugins.filter.barrier import FilterModule
 
-F = FilterModule().filters()
+FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter")
+BY_FILE = {os.path.basename(path)[:-3]: importlib.import_module(
+    "ansible_collections.aifabric.lab.plugins.filter.%s" % os.path.basename(path)[:-3]).FilterModule().filters()
+    for path in sorted(glob.glob(os.path.join(FILTER_DIR, "*.py")))}
+F = {name: f for filters in BY_FILE.values() for name, f in filters.items()}
 GROUPS = {"workers": ["w1", "w2", "w3"], "sinks": ["sink"], "switches": ["switch"]}
 NETNS = {"ansible_connection": "aifabric.lab.netns", "ansible_netns_prefix": "afl-"}
 HOSTVARS = {"sink": dict(NETNS, lab_address="198.18.0.1"), "w1": dict(NETNS, lab_address="198.18.0.11"),
             "w2": dict(NETNS, lab_address="198.18.0.12"), "w3": dict(NETNS, lab_address="198.18.0.13")}
+PLAN = F["flow_plan"]({"volume": "1GB", "throttles": {"w3": "2gbit"}}, GROUPS, HOSTVARS, "8gbit", "9000")
 
 
-def test_every_filter_is_registered():
-    assert sorted(F) == ["barrier_analysis", "barrier_gates", "counters_diff", "fair_share", "flow_plan",
-                         "flow_step_args", "flow_step_batch_args", "netns_lab_hosts", "rate_bps", "render_run",
-                         "report_files", "report_json", "report_text", "run_report"]
+def test_every_filter_is_registered_once_in_the_file_of_its_concept():
+    assert {name: sorted(filters) for name, filters in BY_FILE.items()} == {
+        "barrier": ["barrier_analysis", "barrier_gates"], "counters": ["counters_diff"],
+        "fabric": ["fabric_lab_topology", "fabric_lookup_flows", "fabric_place"], "fair_share": ["fair_share"],
+        "history": ["history_baseline", "history_compare", "history_compare_files", "history_compare_text",
+                    "history_rebuild", "history_record", "history_runs", "history_table"],
+        "netns_lab": ["netns_lab_hosts"],
+        "plan": ["flow_plan", "flow_step_args", "flow_step_batch_args", "throttle_args"],
+        "report": ["render_run", "report_files", "report_json", "report_text", "run_report"],
+        "units": ["rate_bps"]}
+    assert sum(len(filters) for filters in BY_FILE.values()) == len(F)  # no name in two files
+    documented = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(FILTER_DIR, "*.yml"))}
+    assert documented == set(F)  # every filter has its page (ansible-doc -t filter)
 
 
 def test_the_seed_through_the_filters():
@@ -30,6 +48,10 @@ def test_the_seed_through_the_filters():
                                                                {"item": "w9", "skipped": True}], ["sink", "w1", "w3"])
     assert [p["party"] for p in batch["parts"]] == ["sink", "w1", "w3"]
     assert batch["parts"][2]["counters"]["qdiscs"] == ["eth0"] and batch["parts"][1]["counters"]["qdiscs"] == []
+    # the plan travels between tasks as its dict form: JSON, with the lists the role loops over
+    assert json.loads(json.dumps(plan)) == plan and plan["version"] == 2 and plan["throttled"] == ["w3"]
+    assert F["throttle_args"](plan, "w3") == {"rate": "2gbit", "engine": "tcp", "interface": "eth0",
+                                              "rdma_device": None, "peers": []}
     # hand-computed max-min: w1 and w2 3 Gb/s each, w3 at its 2 Gb/s throttle
     shares = F["fair_share"]({"w1": ["link"], "w2": ["link"], "w3": ["link", "w3"]}, {"link": "8gbit", "w3": "2gbit"})
     assert {f: s["rate_bps"] for f, s in shares.items()} == {"w1": 3e9, "w2": 3e9, "w3": 2e9}
@@ -38,7 +60,9 @@ def test_the_seed_through_the_filters():
 
 @pytest.mark.parametrize("name, args, message", [
     ("flow_plan", ({"volume": "lots"}, GROUPS, HOSTVARS), "flow_plan: experiment.volume: 'lots'"),
-    ("flow_step_args", ({"hosts": {}}, "w9", "s", "t"), "flow_step_args: w9 is not a host of this plan"),
+    ("flow_step_args", (PLAN, "w9", "s", "t"), "flow_step_args: w9 is not a host of this plan"),
+    ("flow_step_args", ({"hosts": {}}, "w1", "s", "t"), "flow_step_args: give the flow_plan filter's result"),
+    ("throttle_args", (PLAN, "w1"), "throttle_args: w1 is not throttled in this plan (throttled: w3)"),
     ("flow_step_batch_args", ([], "s", "t"), "flow_step_batch_args: give the flow_plan filter's result"),
     ("barrier_analysis", ("not a list",), "barrier_analysis: expected a list of flow results"),
     ("fair_share", ({"f": ["l"]}, {"l": "8gbps"}), "fair_share: links.l: '8gbps' is ambiguous"),

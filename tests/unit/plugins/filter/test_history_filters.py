@@ -10,6 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.aifabric.lab.plugins.filter import history as history_filters
 from ansible_collections.aifabric.lab.plugins.filter.history import FilterModule
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
 
 F = FilterModule().filters()
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "plugin_utils", "fixtures", "history")
@@ -90,7 +91,9 @@ def test_the_baseline_of_a_vs_baseline_gate_is_the_latest_run_with_the_step(runs
     db = str(runs / "history.sqlite")
     for name in RUNS:
         F["history_record"](str(runs / name))
-    the_plan = {"steps": ["barrier"], "expect": {"vs_baseline": 0.95}}
+    groups = {"workers": ["w1", "w2"], "sinks": ["sink"]}
+    hostvars = {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "w1", "w2"], 1)}
+    the_plan = plan({"name": "barrier", "expect": {"vs_baseline": 0.95}}, groups, hostvars).to_dict()
     base = F["history_baseline"](the_plan, db, str(runs))
     assert base["run"] == sorted(RUNS)[-1] and set(base["steps"]) == {"barrier"}
     assert base["p50_step_s"] == base["steps"]["barrier"]
@@ -101,5 +104,6 @@ def test_the_baseline_of_a_vs_baseline_gate_is_the_latest_run_with_the_step(runs
         F["history_baseline"](dict(the_plan, expect={"vs_baseline": 0.95, "baseline": "nope"}), db, str(runs))
     # no run has the step: said, not failed
     assert "no run in history.sqlite has a completed step ring" in F["history_baseline"](
-        {"steps": ["ring"], "expect": {"vs_baseline": 0.95}}, db, str(runs))["reason"]
+        plan({"name": "ring", "pattern": "ring", "expect": {"vs_baseline": 0.95}}, groups, hostvars).to_dict(), db,
+        str(runs))["reason"]
     assert "no run history yet" in F["history_baseline"](the_plan, None, str(runs / "nowhere"))["reason"]

@@ -20,7 +20,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import (
     parse_entries,
     read_table,
 )
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric import in_netns_fork
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.netlink import in_netns_fork
 
 NLA_F_NESTED = 0x8000
 

@@ -41,9 +41,26 @@ def test_a_kernel_without_rdma_gives_an_empty_result(tmp_path):
     assert read_rdma(str(tmp_path)) == {}
 
 
-def test_real_netdev_statistics_of_this_kernel():
-    stats = read_netdevs("/", ["lo"])["lo"]
-    assert "rx_bytes" in stats and "tx_dropped" in stats and stats["rx_bytes"] >= 0
+def test_real_netdev_statistics_of_this_kernel_count_what_was_sent():
+    """100 UDP datagrams of 1000 bytes to 127.0.0.1: lo receives each as an IPv4 packet of 1000 + 8 (UDP) + 20 (IPv4)
+    bytes at least (the kernel also counts the link header), so its rx counters grow by 100 x 1028 bytes and 100
+    packets at least (other traffic on lo only adds)."""
+    import socket
+
+    before = read_netdevs("/", ["lo"])["lo"]
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        receiver.bind(("127.0.0.1", 0))
+        for _n in range(100):
+            sender.sendto(b"\0" * 1000, receiver.getsockname())
+    finally:
+        sender.close()
+        receiver.close()
+    after = read_netdevs("/", ["lo"])["lo"]
+    assert after["rx_bytes"] - before["rx_bytes"] >= 100 * 1028
+    assert after["rx_packets"] - before["rx_packets"] >= 100
+    assert "tx_dropped" in after
     with pytest.raises(KeyError, match="no interface nope0"):
         read_netdevs("/", ["nope0"])
 

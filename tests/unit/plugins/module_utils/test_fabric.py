@@ -9,11 +9,10 @@ import socket
 import struct
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.module_utils import _fabric
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric import (
-    Fabric,
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric import netlink as _fabric
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.netlink import Fabric, in_netns_fork
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import (
     FabricError,
-    in_netns_fork,
     link_table,
     shapers,
     validate,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.plugin_utils._experiment import ExperimentError, plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
 from ansible_collections.aifabric.lab.plugins.plugin_utils._netns_lab import LabError, lab_hosts
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import ExperimentError, plan
 
 NET = ipaddress.ip_network("198.18.0.0/24")
 
@@ -32,7 +32,7 @@ def test_the_lab_and_the_plan_read_the_same_address_the_same_way():
     groups = {"sinks": ["s"], "workers": ["w1"]}
     hostvars = {"s": {"lab_address": "198.18.0.1/24"}, "w1": {"lab_address": "198.18.0.11"}}
     assert [h["address"] for h in lab_hosts(groups, hostvars)] == ["198.18.0.1/24", "198.18.0.11/24"]
-    assert plan({}, groups, hostvars)["rendezvous"]["address"] == "198.18.0.1"
+    assert plan({}, groups, hostvars).hosts["s"].address == "198.18.0.1"
     bad = {"s": {"lab_address": "198.18.0.1/16"}, "w1": {"lab_address": "198.18.0.11"}}
     with pytest.raises(LabError, match="prefix length /16"):
         lab_hosts(groups, bad)

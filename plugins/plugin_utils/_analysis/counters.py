@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Two counter snapshots to what moved, and the verdict the seed's lab read off its counters: every error counter
+still zero while the step ran slower than its fair share."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import HEADERS_PER_PACKET
+
+__all__ = ["diff", "verdict", "is_error_counter", "is_congestion_counter"]
+
+_ERROR = re.compile(r"(err|error|discard|drop|symbol|downed|overrun|out_of_buffer|out_of_sequence|seq_err|retry|"
+                    r"retrans|timeout|nak|constraint|vl15|collision|carrier|fifo|missed|over_errors|frame)", re.I)
+_CONGESTION = re.compile(r"(xmit_wait|cnp|ecn|overlimits|requeues|backlog|pause)", re.I)
+# what an RDMA transport counts when it sends again (mlx5's roce_adp_retrans and local_ack_timeout_err, rxe's
+# completer_retry_err, a sequence error's go-back-N): named apart in the verdict, since they explain a slow flow
+_RETRANSMISSION = re.compile(r"(roce_adp_retrans|roce_slow_restart|local_ack_timeout_err|packet_seq_err|"
+                             r"completer_retry_err|rnr_nak_retry_err|retransmit)", re.I)
+
+
+def is_error_counter(name):
+    return bool(_ERROR.search(name)) and not _CONGESTION.search(name)
+
+
+def is_congestion_counter(name):
+    return bool(_CONGESTION.search(name))
+
+
+def _walk(tree, path=()):
+    for key, value in (tree or {}).items():
+        if isinstance(value, dict):
+            yield from _walk(value, path + (str(key),))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield path + (str(key),), value
+
+
+def diff(before, after):
+    """Deltas of every counter present in both snapshots, plus the error and congestion counters that moved."""
+    old = dict(_walk({k: before.get(k) for k in ("rdma", "netdev", "qdisc")}))
+    deltas, errors, congestion = {}, {}, {}
+    for path, value in _walk({k: after.get(k) for k in ("rdma", "netdev", "qdisc")}):
+        if path not in old:
+            continue
+        delta = value - old[path]
+        name = "/".join(path)
+        deltas[name] = delta
+        if delta and is_error_counter(path[-1]):
+            errors[name] = delta
+        elif delta and is_congestion_counter(path[-1]):
+            congestion[name] = delta
+    seconds = (after.get("taken_at") or 0) - (before.get("taken_at") or 0)
+    return {"seconds": round(seconds, 6), "deltas": deltas, "errors": errors, "congestion": congestion}
+
+
+_LISTED = 8  # congestion counters named one by one; more are summed by counter name (a fabric has dozens of queues)
+
+
+def _congestion_text(congestion):
+    if len(congestion) <= _LISTED:
+        return ", ".join("%s +%d" % kv for kv in sorted(congestion.items()))
+    by_name = {}
+    for path, value in congestion.items():
+        entry = by_name.setdefault(path.rsplit("/", 1)[-1], [0, 0])
+        entry[0] += value
+        entry[1] += 1
+    return ", ".join("%s +%d over %d counters" % (name, total, count)
+                     for name, (total, count) in sorted(by_name.items())) + " (each one listed in the report's JSON)"
+
+
+def verdict(delta, slower_than_fair_share=None):
+    """One sentence: the error counters, the congestion counters, and (when given) how far the step ran slow."""
+    if delta["errors"]:
+        text = "error counters moved: %s" % ", ".join("%s +%d" % kv for kv in sorted(delta["errors"].items()))
+    else:
+        text = "all error counters zero"
+    if delta["congestion"]:
+        text += "; congestion counters moved: %s" % _congestion_text(delta["congestion"])
+    resent = {k: v for k, v in list(delta["errors"].items()) + list(delta["congestion"].items())
+              if _RETRANSMISSION.search(k.rsplit("/", 1)[-1])}
+    if resent:
+        text += "; the transport retransmitted (%s): losses or timeouts on the path" % ", ".join(
+            "%s +%d" % kv for kv in sorted(resent.items()))
+    if slower_than_fair_share is not None:
+        share = round(slower_than_fair_share * 100)
+        text += (", step %d%% slower than fair share" % share if share > 0 else
+                 ", step %d%% faster than fair share" % -share if share < 0 else ", step as fast as fair share")
+    return text
+
+
+# Bytes each counter adds per packet to the application's payload (_model.fair_share.HEADERS_PER_PACKET). A GSO
+# super-packet counts its headers once in the netdev's books and once per segment in the qdisc's, and each book's
+# packet count matches: so expected bytes = payload + packets x headers holds for both.
+TOLERANCE = 0.005
+
+
+def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE, retrans_bytes=0):
+    """The application's bytes against the interface's tx books and its qdisc's, headers added per packet, and the
+    payload the kernel sent again (``retrans_bytes``: its retransmissions are on the wire and in both books; their
+    packets are in the packet counts already)."""
+    header = HEADERS_PER_PACKET.get(engine, HEADERS_PER_PACKET["tcp"])
+    checks = []
+    sources = (("netdev %s tx" % interface, "netdev/%s/tx_bytes" % interface, "netdev/%s/tx_packets" % interface),
+               ("qdisc %s" % interface, "qdisc/%s/qdisc/bytes" % interface, "qdisc/%s/qdisc/packets" % interface))
+    for label, bytes_key, packets_key in sources:
+        if bytes_key not in deltas or packets_key not in deltas or not app_bytes:
+            continue
+        counted, packets = deltas[bytes_key], deltas[packets_key]
+        if not counted:
+            continue
+        expected = app_bytes + packets * header + (retrans_bytes or 0)
+        difference = counted / float(expected) - 1
+        checks.append({"counter": label, "bytes": counted, "packets": packets, "expected_bytes": expected,
+                       "headers_per_packet": header, "retrans_bytes": retrans_bytes or 0,
+                       "difference": round(difference, 6), "agrees": abs(difference) <= tolerance})
+    return checks
+
+
+def step_counters(step, snapshots):
+    """The counters section of one step's report: per host what moved, the byte checks, and the verdict.
+
+    ``snapshots``: ``{host: {"before": snapshot, "after": snapshot, "interface": name}}``."""
+    hosts, errors, congestion, disagreements = {}, {}, {}, []
+    by_host = {w["host"]: w for w in step.get("workers", [])}
+    for host, snap in sorted(snapshots.items()):
+        if not snap.get("before") or not snap.get("after"):
+            hosts[host] = {"missing": "only one of the two snapshots arrived"}
+            continue
+        delta = diff(snap["before"], snap["after"])
+        worker = by_host.get(host, {})
+        checks = byte_checks(worker.get("bytes"), delta["deltas"], snap.get("interface") or "eth0",
+                             snap.get("engine") or "tcp", retrans_bytes=worker.get("retrans_bytes") or 0) \
+            if worker.get("bytes") else []
+        hosts[host] = {"errors": delta["errors"], "congestion": delta["congestion"], "checks": checks,
+                       "seconds": delta["seconds"]}
+        errors.update({"%s:%s" % (host, k): v for k, v in delta["errors"].items()})
+        congestion.update({"%s:%s" % (host, k): v for k, v in delta["congestion"].items()})
+        for check in checks:
+            if not check["agrees"]:
+                disagreements.append(
+                    "%s: the application moved %d bytes but %s counted %d (%+.2f%% from the %d expected with %d bytes "
+                    "of headers per packet%s)" % (host, worker["bytes"], check["counter"], check["bytes"],
+                                                  check["difference"] * 100, check["expected_bytes"],
+                                                  check["headers_per_packet"],
+                                                  " and %d bytes retransmitted" % check["retrans_bytes"]
+                                                  if check["retrans_bytes"] else ""))
+    slower = None
+    if step.get("status") == "ok" and step.get("fair_step_s"):
+        slower = step["step_s"] / step["fair_step_s"] - 1
+    text = verdict({"errors": errors, "congestion": congestion}, slower)
+    if disagreements:
+        text += "; the books disagree by more than %.1f%% (see below)" % (TOLERANCE * 100)
+    return {"hosts": hosts, "verdict": text, "disagreements": disagreements}

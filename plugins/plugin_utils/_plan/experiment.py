@@ -1,0 +1,342 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An experiment, described once, expanded into the flows of a step.
+
+An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
+
+    name: barrier            # report label; steps are named <name> or <name>-<n> when repeated
+    kind: barrier            # or baseline (a single flow, the elephant)
+    pattern: incast          # who sends to whom; see PATTERNS
+    workers: 3               # the first N hosts of the workers group (all when omitted)
+    volume: 1GB              # per flow
+    steps: 1                 # repeated steps, each with its own start instant
+    throttles: {worker3: 2gbit}
+    engine: tcp
+    port: 18600              # first port; tcp: a destination's flows share its server; perftest: one port per flow
+    control_port: 18599      # the rendezvous' port on the coordinating host
+    coordinator: null        # the host that coordinates the rendezvous (default: the first sink, else the first host)
+    timeout: 120             # seconds a flow may take from the start instant
+    arm_timeout: 60          # seconds within which every host must arm (a limit for failures, not a lead time)
+    streams: 1               # parallel TCP connections per flow (perftest: perftest.qps)
+    late_bound: 0.01         # a start later than this share of the predicted step (or a duration: 5ms) fails it
+    strict_start: false      # true: a flow later than start_tolerance refuses to start (on the host)
+    start_tolerance: 0.001   # with strict_start, seconds
+    start_at: null           # a fixed start instant (PTP-synchronized labs) instead of the rendezvous' own
+    batch_start: true        # netns lab, tcp: one task starts every host's part (see batch_args)
+    expect: {step_vs_predicted: 1.05, healthy_idle_share: 0.05, counters: clean, vs_baseline: 0.95}  # expect
+    fabric: {hash: l4, seed: 1, placement: hash, port_seed: 0}  # the fabric lab only (_fabric.lab)
+
+``plan()`` returns a ``Plan`` (``model``): the hosts (address, namespace, interface, throttle) and the rounds of the
+pattern (``patterns``; a collective has several, one step each): per round, each host's servers and the flows it sends,
+each flow with its destination and its path of links and rates, which the barrier report's fair-share prediction
+reads. Steps are named NAME, NAME-i when repeated, NAME.k for a collective's rounds (NAME-i.k repeated). The playbooks
+consume only the plan, through the modules' arguments made from it (``args``).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.aifabric.lab.plugins.module_utils._link import link_name
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import namespace_name
+from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate, parse_size
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import PLACEMENTS, FabricLabError, assign_ports
+from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
+from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import roce_goodput
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.expect import (
+    GateError,
+    LateBoundError,
+    check_expect,
+    parse_late_bound,
+)
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import (
+    Collective,
+    FabricPlan,
+    Flow,
+    Hop,
+    Host,
+    HostPart,
+    Plan,
+    PlanError,
+    Rendezvous,
+    Round,
+    Server,
+    Throttle,
+    throttle_link,
+)
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.patterns import (
+    BUS_FACTOR,
+    COLLECTIVES,
+    NEEDS_SINK,
+    PATTERNS,
+    PatternError,
+    rounds,
+)
+
+__all__ = ["ExperimentError", "PERFTEST_ARGS", "plan", "PATTERNS"]
+
+
+class ExperimentError(PlanError):
+    """An experiment that cannot run; the message names the field, the value and the fix."""
+
+
+_KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
+          "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
+          "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
+          "fabric"}
+
+
+_FABRIC_KNOWN = ("hash", "seed", "placement", "port_seed")
+
+
+_NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
+
+
+PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm",
+                 "qp_timeout")  # flow_step's perftest options
+
+
+def _address(hostvars, host):
+    try:
+        return str(lab_address(hostvars, host))
+    except InventoryError as exc:
+        raise ExperimentError(str(exc)) from None
+
+
+def _netns(hostvars, host):
+    """The network namespace that is ``host`` when the inventory reaches it with the netns connection (the name
+    the connection enters: ansible_netns_prefix + ansible_netns_name, else the host's address or name); else None."""
+    hv = hostvars.get(host) or {}
+    if hv.get("ansible_connection") not in _NETNS_CONNECTIONS:
+        return None
+    return namespace_name(hv.get("ansible_netns_prefix"),
+                          hv.get("ansible_netns_name") or hv.get("ansible_host") or host)
+
+
+def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="switch", interface="eth0",
+         rdma_device=None, fabric=None):
+    """Expand ``experiment`` over the inventory. ``groups``/``hostvars`` are Ansible's magic variables. A host's lab
+    interface is its ``experiment_interface``, else its ``lab_interface``, else ``interface``; its RDMA device (the
+    perftest engine) its ``lab_rdma_device``, else ``rdma_device``. ``fabric``: the fabric lab's description
+    (``_fabric.lab.fabric_topology``); each flow's path through it is found by the kernel's lookups before the steps
+    (``args.lookup_flows`` and ``_fabric.lab.place``), from source ports the plan chooses."""
+    if not isinstance(experiment, dict):
+        raise ExperimentError("experiment: expected a dict (name, pattern, volume, ...), got %r" % (experiment,))
+    # a field given as null takes its default (docs/experiments.md writes the defaults that way: control_port: null)
+    experiment = {key: value for key, value in experiment.items() if value is not None}
+    if "start_lead" in experiment:
+        raise ExperimentError("experiment.start_lead: no longer used: a step fires when every host has armed, at an "
+                              "instant the rendezvous measures; remove it (give start_at for a fixed instant)")
+    unknown = sorted(set(experiment) - _KNOWN)
+    if unknown:
+        raise ExperimentError("experiment: unknown field(s) %s; known: %s"
+                              % (", ".join(unknown), ", ".join(sorted(_KNOWN))))
+    pattern = experiment.get("pattern", "incast")
+    if pattern not in PATTERNS and pattern not in COLLECTIVES:
+        raise ExperimentError("experiment.pattern: %r is not known; use one of %s" % (
+            pattern, ", ".join(list(PATTERNS) + list(COLLECTIVES))))
+    kind = experiment.get("kind", "barrier")
+    if kind not in ("barrier", "baseline"):
+        raise ExperimentError("experiment.kind: %r; use barrier or baseline" % kind)
+    pool = list(groups.get("workers") or [])
+    sinks = list(groups.get("sinks") or [])
+    if not sinks and pattern in NEEDS_SINK:
+        raise ExperimentError("the inventory has no host in group 'sinks'; a step needs a sink to send to")
+    if not pool:
+        raise ExperimentError("the inventory has no host in group 'workers'")
+    count = experiment.get("workers", len(pool))
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= len(pool):
+        raise ExperimentError("experiment.workers: %r; give a number from 1 to %d (the workers in the inventory)"
+                              % (count, len(pool)))
+    workers = pool[:count]
+    try:
+        volume = parse_size(experiment.get("volume", "1GB"), "experiment.volume")
+        line = parse_rate(line_rate, "lab_line_rate")
+        throttles = {}
+        for host, rate in (experiment.get("throttles") or {}).items():
+            if host not in pool and host not in sinks:
+                raise ExperimentError("experiment.throttles: %r is not a lab host (workers: %s)"
+                                      % (host, ", ".join(pool)))
+            throttles[host] = parse_rate(rate, "experiment.throttles.%s" % host)
+    except UnitError as exc:
+        raise ExperimentError(str(exc)) from None
+    steps = experiment.get("steps", 1)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ExperimentError("experiment.steps: %r; give a whole number of steps, 1 or more" % (steps,))
+    port = experiment.get("port", 18600)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1024 <= port <= 65535:
+        raise ExperimentError("experiment.port: %r; give a port from 1024 to 65535" % (port,))
+    timeout = experiment.get("timeout", 120)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ExperimentError("experiment.timeout: %r; give seconds, more than 0" % (timeout,))
+    engine = experiment.get("engine", "tcp")
+    if engine not in ("tcp", "perftest"):
+        raise ExperimentError("experiment.engine: %r; use tcp or perftest" % (engine,))
+    perftest = experiment.get("perftest") or {}
+    if not isinstance(perftest, dict) or set(perftest) - set(PERFTEST_ARGS) - {"rdma_mtu"}:
+        raise ExperimentError("experiment.perftest: unknown option(s) %s; known: %s" % (
+            ", ".join(sorted(set(perftest) - set(PERFTEST_ARGS) - {"rdma_mtu"})) if isinstance(perftest, dict)
+            else repr(perftest), ", ".join(PERFTEST_ARGS + ("rdma_mtu",))))
+    rdma_mtu = perftest.get("rdma_mtu", 1024)
+    if rdma_mtu not in (256, 512, 1024, 2048, 4096):
+        raise ExperimentError("experiment.perftest.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
+                              "(soft-RoCE on a 1500-byte link: 1024)" % (rdma_mtu,))
+    try:
+        planned_rounds = rounds(pattern, workers, sinks, experiment.get("root"))
+    except PatternError as exc:
+        raise ExperimentError(str(exc)) from None
+    tolerance = experiment.get("start_tolerance", 0.001)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance <= 1:
+        raise ExperimentError("experiment.start_tolerance: %r; give seconds from 0 to 1 (used with strict_start)"
+                              % (tolerance,))
+    strict = experiment.get("strict_start", False)
+    if not isinstance(strict, bool):
+        raise ExperimentError("experiment.strict_start: %r; give true or false" % (strict,))
+    arm_timeout = experiment.get("arm_timeout", 60)
+    if isinstance(arm_timeout, bool) or not isinstance(arm_timeout, (int, float)) or arm_timeout <= 0:
+        raise ExperimentError("experiment.arm_timeout: %r; give seconds, more than 0 (how long every host may take "
+                              "to arm before the step fails)" % (arm_timeout,))
+    streams = experiment.get("streams", 1)
+    if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= 64:
+        raise ExperimentError("experiment.streams: %r; give a whole number of parallel connections per flow, 1-64"
+                              % (streams,))
+    if streams > 1 and engine == "perftest":
+        raise ExperimentError("experiment.streams: the perftest engine runs parallel queue pairs instead; set "
+                              "perftest.qps")
+    try:
+        late_bound = parse_late_bound(experiment.get("late_bound"), "experiment.late_bound")
+    except LateBoundError as exc:
+        raise ExperimentError(str(exc)) from None
+    try:
+        expect = check_expect(experiment.get("expect"))
+    except GateError as exc:
+        raise ExperimentError(str(exc)) from None
+    control_port = experiment.get("control_port", port - 1)
+    if isinstance(control_port, bool) or not isinstance(control_port, int) or not 1024 <= control_port <= 65535:
+        raise ExperimentError("experiment.control_port: %r; give a port from 1024 to 65535" % (control_port,))
+    batch = experiment.get("batch_start", True)
+    if not isinstance(batch, bool):
+        raise ExperimentError("experiment.batch_start: %r; give true or false" % (batch,))
+    name = str(experiment.get("name") or kind)
+    fabric_spec = _fabric_spec(experiment.get("fabric"), fabric, engine)
+    hosts = {}
+
+    def host_entry(host):
+        if host not in hosts:
+            hv = hostvars.get(host) or {}
+            hosts[host] = Host(name=host, address=_address(hostvars, host), netns=_netns(hostvars, host),
+                               interface=str(hv.get("experiment_interface") or hv.get("lab_interface") or interface),
+                               rdma_device=(hv.get("lab_rdma_device") or rdma_device or None)
+                               if engine == "perftest" else None)
+        return hosts[host]
+
+    def path(src, dst):
+        """A flow's path: out of its host's switch port, into its destination's, each at the line rate, and the
+        sender's throttle. On the fabric, only the throttle: the links come from the kernel's lookups (``place``)."""
+        hops = [] if fabric_spec else [Hop(link_name(src, switch), format_rate(line)),
+                                       Hop(link_name(switch, dst), format_rate(line))]
+        if src in throttles:
+            # marked, so that the report can predict the same step without it (what the straggler cost)
+            hops.append(Hop(throttle_link(src), format_rate(throttles[src]), throttle=True))
+        return hops
+
+    plan_rounds = []
+    for flows in planned_rounds:
+        parts = {}  # host -> HostPart
+        sent = {}
+        for src, dst, _share in flows:
+            sent.setdefault(src, []).append(dst)
+        for src, dst, share in flows:
+            for host in (src, dst):
+                host_entry(host)
+                parts.setdefault(host, HostPart())
+            server = next(iter(parts[dst].servers), None)
+            if server is None:
+                # "volume": what each of its flows carries (one share per round in every pattern)
+                server = Server(port=port, expected_clients=0, address=hosts[dst].address,
+                                volume=max(1, int(round(volume * share))))
+                parts[dst].servers.append(server)
+            # a tcp server counts connections (a flow's streams); a perftest server runs one process per client,
+            # on port, port + 1, ...
+            first = server.expected_clients
+            server.expected_clients += streams if engine == "tcp" else 1
+            # a host that sends one flow names it after itself (the seed's report); several flows, after their peers
+            parts[src].flows.append(Flow(
+                flow_id=src if len(sent[src]) == 1 else link_name(src, dst), src=src, dst=dst,
+                address=hosts[dst].address, port=server.port + (first if engine == "perftest" else 0),
+                volume=max(1, int(round(volume * share))), streams=streams,
+                path=path(src, dst)))  # the links it crosses with their rates: the prediction reads them
+        plan_rounds.append(Round(parts={h: parts[h] for h in sorted(parts)}))
+    for host, rate in throttles.items():
+        if host in hosts:
+            # tc: the rate shared fairly between the host's destinations (every round's), when it has several
+            host_entry(host).throttle = Throttle(rate=format_rate(rate), peers=_peers(plan_rounds, host))
+    participants = sorted(hosts)
+    coordinator = experiment.get("coordinator")
+    if coordinator is None:
+        coordinator = next((s for s in sinks if s in hosts), participants[0])
+    elif coordinator not in hosts:
+        raise ExperimentError("experiment.coordinator: %r is not a host of this experiment's steps (%s)"
+                              % (coordinator, ", ".join(participants)))
+    bases = [name if steps == 1 else "%s-%d" % (name, i + 1) for i in range(steps)]
+    step_names = [step for base in bases for step in
+                  ([base] if len(plan_rounds) == 1 else ["%s.%d" % (base, k + 1) for k in range(len(plan_rounds))])]
+    the_plan = Plan(
+        name=name, kind=kind, pattern=pattern, engine=engine, volume=volume, line_rate=format_rate(line), mtu=mtu,
+        hosts=hosts, rounds=plan_rounds, steps=step_names,
+        rendezvous=Rendezvous(host=coordinator, port=control_port, start_at=experiment.get("start_at")),
+        timeout=timeout, arm_timeout=arm_timeout, late_bound=late_bound, strict_start=strict,
+        start_tolerance=tolerance, streams=streams, interval=experiment.get("interval", 1.0),
+        counters=bool(experiment.get("counters", True)), perftest=dict(experiment.get("perftest") or {}),
+        # payload share of the wire when the plan knows it better than TCP's at the MTU (RoCE headers per RDMA MTU)
+        goodput_factor=roce_goodput(rdma_mtu) if engine == "perftest" else None, expect=expect,
+        # Every host a namespace of the controller's machine (the netns lab): one task can start them all. Not for
+        # perftest, whose RDMA device is set per host.
+        batch_start=batch and engine == "tcp" and all(hosts[h].netns for h in participants),
+        collective=Collective(name=pattern, ranks=len(workers), size=volume,
+                              bus_factor=BUS_FACTOR[pattern](len(workers))) if pattern in COLLECTIVES else None,
+        fabric=fabric_spec)
+    if fabric_spec:
+        def flows_of_step(step):
+            return [(f.src, f.flow_id, f.streams) for f in the_plan.round_of(step).flows()]
+        try:
+            fabric_spec.ports = assign_ports(step_names, flows_of_step, fabric_spec.placement, fabric_spec.port_seed)
+        except FabricLabError as exc:
+            raise ExperimentError(str(exc)) from None
+    return the_plan
+
+
+def _fabric_spec(given, fabric, engine):
+    """The plan's ``fabric``: the experiment's hash, seed and placement over the fabric lab's description."""
+    if given is not None and not fabric:
+        raise ExperimentError("experiment.fabric: this inventory has no fabric (groups leaves and spines); remove it "
+                              "or use inventories/fabric")
+    if not fabric:
+        return None
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(_FABRIC_KNOWN))
+    if unknown:
+        raise ExperimentError("experiment.fabric: unknown field(s) %s; known: %s" % (
+            ", ".join(unknown), ", ".join(_FABRIC_KNOWN)))
+    if engine != "tcp":
+        raise ExperimentError("experiment.engine: the fabric lab runs the tcp engine (its flows' source ports are "
+                              "chosen so that their paths are known); use engine: tcp")
+    spec = {"hash": given.get("hash", fabric.get("hash") or "l4"), "seed": given.get("seed", fabric.get("seed")),
+            "placement": given.get("placement", "hash"), "port_seed": given.get("port_seed", 0)}
+    if spec["hash"] not in ("l3", "l4"):
+        raise ExperimentError("experiment.fabric.hash: %r; use l3 (addresses) or l4 (the five-tuple)" % (spec["hash"],))
+    for key in ("seed", "port_seed"):
+        value = spec[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not
+                                  0 <= value <= 0xFFFFFFFF):
+            raise ExperimentError("experiment.fabric.%s: %r; give a whole number from 0 to 4294967295" % (key, value))
+    if spec["placement"] not in PLACEMENTS:
+        raise ExperimentError("experiment.fabric.placement: %r; use hash (the hash decides, as with any ephemeral "
+                              "port) or spread (source ports chosen so that the flows spread)" % (spec["placement"],))
+    return FabricPlan(hash=spec["hash"], seed=spec["seed"], placement=spec["placement"], port_seed=spec["port_seed"],
+                      topology={key: fabric.get(key) for key in ("leaves", "spines", "hosts", "mtu", "host_rate",
+                                                                 "uplink_rate")})
+
+
+def _peers(plan_rounds, host):
+    peers = sorted({f.address for r in plan_rounds for f in r.part(host).flows})
+    return peers if len(peers) > 1 else []

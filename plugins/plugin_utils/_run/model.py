@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run record's typed model: a ``Run`` of ``Step`` s of ``Flow`` s, each step with its ``StepPlan`` (what the plan
+says of it: its kind, bottleneck, expected workers, each flow's path and throttle).
+
+``step_plans`` makes a plan's ``StepPlan`` s; runs written before there was a plan.json (schema 1, and flows that plain
+``flow`` tasks described with ``annotations``) carry them in each flow's ``annotations``, and
+``StepPlan.from_annotations`` reads them from there, the one place that does. The run directory itself (its layout,
+its writer and its reader) is ``store``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import equal_cost_paths, fabric_links
+
+__all__ = ["Flow", "PlannedFlow", "Run", "Step", "StepPlan", "build_run", "step_plans"]
+
+
+@dataclass
+class PlannedFlow:
+    """What the plan says of one flow: the links it crosses (each with its rate) and what slows it."""
+
+    path: list = field(default_factory=list)  # [{"link": name, "rate": "8gbit"}, ...]
+    mtu: int | None = None
+    throttle: str | None = None  # the rate its host is throttled to
+    throttle_mechanism: str | None = None  # "worker3: tc htb on eth0's egress": what the throttle module applied
+    goodput_factor: float | None = None  # payload share of the wire, when the plan knows it (perftest over RoCE)
+    # the fabric lab: one per stream, {"sport", "share" (of the volume), "path": [{link, rate}, ...]}, the links
+    # the kernel's lookups gave for its five-tuple
+    subflows: list = field(default_factory=list)
+
+    def as_dict(self):
+        out = {"path": self.path, "mtu": self.mtu, "throttle": self.throttle,
+               "throttle_mechanism": self.throttle_mechanism, "goodput_factor": self.goodput_factor}
+        if self.subflows:
+            out["subflows"] = self.subflows
+        return out
+
+
+@dataclass
+class StepPlan:
+    """What the plan says of one step."""
+
+    kind: str = "barrier"  # or baseline: a single flow, the elephant
+    pattern: str | None = None
+    engine: str | None = None
+    bottleneck: str | None = None  # the rate of the link every flow of the pattern shares
+    expected_workers: list = field(default_factory=list)  # hosts that send flows; one that never reports fails it
+    late_bound: object = None  # a share of the predicted step (0.01) or a duration ("5ms"); None: the default
+    flows: dict = field(default_factory=dict)  # (host, flow_id) -> PlannedFlow
+    fabric: dict | None = None  # the fabric lab: hash, seed, placement, links {name: {switch, interface, rate, tier}}
+
+    def flow(self, host, flow_id=None):
+        return self.flows.get((host, flow_id or host)) or PlannedFlow()
+
+    def as_dict(self):
+        out = {"kind": self.kind, "pattern": self.pattern, "engine": self.engine, "bottleneck": self.bottleneck,
+               "expected_workers": list(self.expected_workers), "late_bound": self.late_bound,
+               "flows": [dict(f.as_dict(), host=h, flow_id=i) for (h, i), f in sorted(self.flows.items())]}
+        if self.fabric:
+            out["fabric"] = self.fabric
+        return out
+
+    @classmethod
+    def from_dict(cls, data):
+        flows = {(f["host"], f.get("flow_id") or f["host"]): PlannedFlow(
+            path=f.get("path") or [], mtu=f.get("mtu"), throttle=f.get("throttle"),
+            throttle_mechanism=f.get("throttle_mechanism"), goodput_factor=f.get("goodput_factor"),
+            subflows=list(f.get("subflows") or []))
+            for f in data.get("flows") or []}
+        return cls(kind=data.get("kind") or "barrier", pattern=data.get("pattern"), engine=data.get("engine"),
+                   bottleneck=data.get("bottleneck"), expected_workers=list(data.get("expected_workers") or []),
+                   late_bound=data.get("late_bound"), flows=flows, fabric=data.get("fabric"))
+
+    @classmethod
+    def from_annotations(cls, records):
+        """The plan of a step whose flows describe it themselves (``annotations``): schema-1 runs, and plain ``flow``
+        tasks given a path. The first flow that names a step-level fact names it for the step."""
+        plan = cls()
+        facts = {}
+        for rec in records:
+            ann = rec.get("annotations") if isinstance(rec.get("annotations"), dict) else {}
+            for key in ("kind", "pattern", "engine", "bottleneck", "late_bound"):
+                if ann.get(key) is not None:
+                    facts.setdefault(key, ann[key])
+            plan.expected_workers.extend(w for w in ann.get("expected_workers") or []
+                                         if w not in plan.expected_workers)
+            if ann and rec.get("host"):
+                plan.flows[(rec["host"], rec.get("flow_id") or rec["host"])] = PlannedFlow(
+                    path=ann.get("path") or [], mtu=ann.get("mtu"), throttle=ann.get("throttle"),
+                    throttle_mechanism=ann.get("throttle_mechanism"), goodput_factor=ann.get("goodput_factor"))
+        plan.kind = facts.get("kind") or "barrier"
+        plan.pattern, plan.engine = facts.get("pattern"), facts.get("engine")
+        plan.bottleneck, plan.late_bound = facts.get("bottleneck"), facts.get("late_bound")
+        return plan
+
+
+# What a flow's record holds: the host's measurements and, for a flow that failed, why. Anything else a host
+# returns (the engine's details) stays in ``extra``.
+_FLOW_FIELDS = ("status", "error", "bytes", "volume_bytes", "completion_s", "gbps", "late_s", "start", "start_at",
+                "setup_s", "teardown_s", "samples", "cause_from")
+
+
+@dataclass
+class Flow:
+    """One flow's measurements, as its host reported them (or the controller's account of why there are none)."""
+
+    host: str
+    flow_id: str
+    status: str = "error"
+    error: str | None = None
+    bytes: int | None = None
+    volume_bytes: int | None = None
+    completion_s: float | None = None  # the receiver's confirmation of the last byte minus the common instant
+    gbps: float | None = None
+    late_s: float | None = None  # the first byte's lateness against the common instant, on the host's clock
+    start: float | None = None
+    start_at: float | None = None
+    setup_s: float | None = None  # perftest: before its first packet on the wire
+    teardown_s: float | None = None
+    samples: list | None = None
+    cause_from: str | None = None  # who gave the cause: None (the host), "rendezvous" (the coordinator), "stop"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def key(self):
+        return (self.host, self.flow_id)
+
+    @property
+    def ok(self):
+        return self.status == "ok" and self.completion_s is not None
+
+    @classmethod
+    def from_record(cls, record):
+        if "host" not in record:
+            raise ValueError("a flow record has no 'host': %r" % sorted(record))
+        known = {k: record.get(k) for k in _FLOW_FIELDS}
+        known["status"] = known["status"] or "error"
+        extra = {k: v for k, v in record.items()
+                 if k not in _FLOW_FIELDS and k not in ("host", "flow_id", "annotations", "step", "received_at")}
+        return cls(host=record["host"], flow_id=record.get("flow_id") or record["host"], extra=extra, **known)
+
+
+@dataclass
+class Step:
+    name: str
+    plan: StepPlan
+    flows: list  # [Flow], clients only, in the order their results reached the controller
+    counters: dict = field(default_factory=dict)  # host -> {before, after, interface, engine}
+    start: dict | None = None  # how the step started (starts/<step>.json)
+
+    def planned(self, flow):
+        return self.plan.flow(flow.host, flow.flow_id)
+
+
+@dataclass
+class Run:
+    path: str | None
+    steps: list  # [Step], in the order their first flow arrived
+    lab: dict = field(default_factory=dict)
+    experiments: list = field(default_factory=list)
+
+
+def step_plans(plan):
+    """``{step name: StepPlan}`` for the steps of one experiment's plan (a ``_plan.model.Plan``): each step the round
+    it runs, each flow with its path, its host's throttle and what applied it."""
+    by_round = []
+    for this_round in plan.rounds:
+        flows = {}
+        for flow in this_round.flows():
+            throttle = plan.hosts[flow.src].throttle
+            flows[(flow.src, flow.flow_id)] = PlannedFlow(
+                path=[hop.to_dict() for hop in flow.path], mtu=plan.mtu, throttle=throttle.rate if throttle else None,
+                throttle_mechanism="%s: %s" % (flow.src, throttle.applied) if throttle and throttle.applied else None,
+                goodput_factor=plan.goodput_factor)
+        # one link that every flow of the step shares: the sink's port of an incast (other patterns have none)
+        by_round.append(StepPlan(kind=plan.kind, pattern=plan.pattern, engine=plan.engine,
+                                 bottleneck=plan.line_rate if plan.pattern == "incast" else None,
+                                 expected_workers=this_round.sources, late_bound=plan.late_bound, flows=flows))
+    steps = {step: by_round[k] for step, k in plan.step_round.items()}
+    if plan.fabric and plan.fabric.placed:
+        steps = {step: _on_fabric(step_plan, plan, step) for step, step_plan in steps.items()}
+    return steps
+
+
+def _on_fabric(step_plan, plan, step):
+    """The step's plan on the fabric lab: each flow's subflows (a stream each) with the links its lookup gave, and its
+    equal-cost paths (what perfect spreading would share it over: the ideal's input)."""
+    fabric = plan.fabric
+    links = fabric_links(fabric.topology)
+    destinations = {(f.src, f.flow_id): f.dst for f in plan.round_of(step).flows()}
+    flows = {}
+    for (host, flow_id), planned in step_plan.flows.items():
+        streams = fabric.streams(step, host, flow_id)
+        subflows = []
+        for stream in streams:
+            path = [{"link": name, "rate": links[name]["rate"]} for name in stream.links] + list(planned.path)
+            subflows.append({"sport": stream.sport, "share": 1.0 / len(streams), "path": path})
+        flows[(host, flow_id)] = PlannedFlow(**dict(planned.__dict__, subflows=subflows))
+    info = {"hash": fabric.hash, "seed": fabric.seed, "placement": fabric.placement, "port_seed": fabric.port_seed,
+            "links": links,
+            "paths": {"%s|%s" % key: equal_cost_paths(fabric.topology, key[0], destinations[key]) for key in flows}}
+    return StepPlan(**dict(step_plan.__dict__, flows=flows, fabric=info))
+
+
+def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None):
+    """A ``Run`` from flow records grouped by step (``{step: [record]}``), the steps' plans (``{step: StepPlan}``;
+    a step without one is described by its flows' annotations), counters and starts."""
+    plans, counters, starts = plans or {}, counters or {}, starts or {}
+    steps = []
+    for name, recs in records.items():
+        recs = [r for r in recs if r.get("role", "client") == "client"]
+        plan = plans.get(name) or StepPlan.from_annotations(recs)
+        steps.append(Step(name=name, plan=plan, flows=[Flow.from_record(r) for r in recs],
+                          counters=counters.get(name) or {}, start=starts.get(name)))
+    return Run(path=path, steps=steps, lab=lab or {}, experiments=experiments or [])

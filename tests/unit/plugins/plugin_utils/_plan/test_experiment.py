@@ -1,0 +1,197 @@
+# -*- coding: utf-8 -*-
+from __future__ import annotations
+
+import pytest
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import ExperimentError, plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Hop, Server
+
+GROUPS = {"workers": ["worker1", "worker2", "worker3"], "sinks": ["sink"], "switches": ["switch"]}
+HOSTVARS = {"sink": {"lab_address": "198.18.0.1"}, "worker1": {"lab_address": "198.18.0.11"},
+            "worker2": {"lab_address": "198.18.0.12"}, "worker3": {"lab_address": "198.18.0.13/24"}}
+
+
+def test_incast_plan_of_the_seed():
+    p = plan({"name": "barrier", "volume": "2GB", "throttles": {"worker3": "2gbit"}}, GROUPS, HOSTVARS)
+    assert p.participants == ["sink", "worker1", "worker2", "worker3"]
+    assert p.sources == ["worker1", "worker2", "worker3"] and p.destinations == ["sink"]
+    (this_round,) = p.rounds
+    assert this_round.parts["sink"].servers == [Server(port=18600, expected_clients=3, address="198.18.0.1",
+                                                       volume=2 * 10**9)]
+    (w3,) = this_round.parts["worker3"].flows
+    # a flow knows where it goes: its destination host, and that host's server
+    assert (w3.src, w3.dst, w3.address, w3.port, w3.volume) == ("worker3", "sink", "198.18.0.1", 18600, 2 * 10**9)
+    # out of the sender's switch port and into the sink's, each at the line rate, and the sender's throttle
+    assert w3.path == [Hop("worker3->switch", "8gbit"), Hop("switch->sink", "8gbit"),
+                       Hop("worker3 egress", "2gbit", throttle=True)]
+    assert this_round.parts["worker1"].flows[0].path == [Hop("worker1->switch", "8gbit"), Hop("switch->sink", "8gbit")]
+    assert p.hosts["worker3"].throttle.rate == "2gbit" and p.hosts["worker1"].throttle is None
+    assert p.throttled == ["worker3"]
+    assert p.steps == ["barrier"] and p.repetitions == [["barrier"]] and p.step_round == {"barrier": 0}
+    assert p.hosts["worker3"].address == "198.18.0.13"
+    # the sink coordinates the rendezvous of every host of the step, on the port below the flows'
+    assert (p.rendezvous.host, p.rendezvous.port, p.rendezvous.start_at) == ("sink", 18599, None)
+    assert this_round.expected_flows == {"worker1": ["worker1"], "worker2": ["worker2"], "worker3": ["worker3"]}
+    assert p.collective is None
+    assert p.arm_timeout == 60 and p.late_bound == 0.01 and p.strict_start is False
+    assert w3.streams == 1
+
+
+def test_first_n_workers_and_repeated_steps():
+    p = plan({"name": "b", "workers": 2, "steps": 3}, GROUPS, HOSTVARS)
+    assert p.sources == ["worker1", "worker2"]
+    assert p.steps == ["b-1", "b-2", "b-3"] and p.repetitions == [["b-1"], ["b-2"], ["b-3"]]
+    assert p.rounds[0].parts["sink"].servers[0].expected_clients == 2
+
+
+@pytest.mark.parametrize(
+    "experiment, groups, message",
+    [
+        ({"throttles": {"worker9": "2gbit"}}, GROUPS, "worker9.*is not a lab host"),
+        ({"throttles": {"worker3": "2gbps"}}, GROUPS, "experiment.throttles.worker3.*ambiguous"),
+        ({"volume": "lots"}, GROUPS, "experiment.volume"),
+        ({"workers": 4}, GROUPS, "experiment.workers: 4; give a number from 1 to 3"),
+        ({"workers": 0}, GROUPS, "experiment.workers"),
+        ({"pattern": "mesh"}, GROUPS, "pattern: 'mesh' is not known"),
+        ({"kind": "party"}, GROUPS, "experiment.kind"),
+        ({"steps": 0}, GROUPS, "experiment.steps"),
+        ({"port": 80}, GROUPS, "experiment.port"),
+        ({"timeout": -1}, GROUPS, "experiment.timeout"),
+        ({"start_lead": 8}, GROUPS, "experiment.start_lead: no longer used.*every host has armed"),
+        ({"arm_timeout": 0}, GROUPS, "experiment.arm_timeout"),
+        ({"late_bound": 2}, GROUPS, "experiment.late_bound: 2; give a share"),
+        ({"late_bound": "soon"}, GROUPS, "experiment.late_bound: 'soon'"),
+        ({"streams": 0}, GROUPS, "experiment.streams"),
+        ({"streams": 2, "engine": "perftest"}, GROUPS, "perftest.qps"),
+        ({"strict_start": "yes"}, GROUPS, "experiment.strict_start"),
+        ({"coordinator": "nobody"}, GROUPS, "experiment.coordinator: 'nobody' is not a host"),
+        ({"control_port": 80}, GROUPS, "experiment.control_port"),
+        ({"volum": "1GB"}, GROUPS, "unknown field.*volum"),
+        ({"engine": "perftest", "perftest": {"msg_sise": 4096}}, GROUPS, "experiment.perftest: unknown.*msg_sise"),
+        ({}, {"workers": ["worker1"]}, "no host in group 'sinks'"),
+        ({}, {"sinks": ["sink"]}, "no host in group 'workers'"),
+        ("barrier", GROUPS, "expected a dict"),
+    ],
+)
+def test_bad_experiments_name_the_field(experiment, groups, message):
+    with pytest.raises(ExperimentError, match=message):
+        plan(experiment, groups, HOSTVARS)
+
+
+def test_missing_address_names_the_host():
+    with pytest.raises(ExperimentError, match="host worker2 has no lab_address"):
+        plan({}, GROUPS, {k: v for k, v in HOSTVARS.items() if k != "worker2"})
+
+
+def test_bad_line_rate():
+    with pytest.raises(ExperimentError, match="lab_line_rate"):
+        plan({}, GROUPS, HOSTVARS, line_rate="8 gigs")
+
+
+def test_streams_count_connections_at_the_server():
+    p = plan({"streams": 4}, GROUPS, HOSTVARS)
+    assert p.rounds[0].parts["sink"].servers[0].expected_clients == 12
+    assert all(f.streams == 4 for f in p.rounds[0].flows()) and len(p.rounds[0].flows()) == 3
+
+
+def test_ring_hosts_serve_and_send_and_the_first_host_coordinates_without_a_sink():
+    p = plan({"pattern": "ring"}, {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    assert p.rendezvous.host == "worker1"
+    (w1,) = p.rounds[0].parts["worker1"].flows
+    assert (w1.dst, w1.address) == ("worker2", "198.18.0.12")
+    assert p.rounds[0].parts["worker1"].servers[0].expected_clients == 1
+
+
+def test_a_host_that_sends_several_flows_names_each_after_its_destination():
+    p = plan({"pattern": "all_to_all"}, {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    flows = p.rounds[0].parts["worker1"].flows
+    assert [(f.flow_id, f.dst, f.address) for f in flows] == [
+        ("worker1->worker2", "worker2", "198.18.0.12"), ("worker1->worker3", "worker3", "198.18.0.13")]
+
+
+def test_a_collective_is_rounds_of_steps_repeated():
+    p = plan({"name": "ar", "pattern": "allreduce_ring", "steps": 2, "volume": "3GB"},
+             {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    # 3 ranks: 2 x (3 - 1) = 4 rounds, each a step, repeated twice
+    assert len(p.rounds) == 4
+    assert p.repetitions == [["ar-1.1", "ar-1.2", "ar-1.3", "ar-1.4"], ["ar-2.1", "ar-2.2", "ar-2.3", "ar-2.4"]]
+    assert p.step_round["ar-2.3"] == 2 and p.round_of("ar-2.3") is p.rounds[2]
+    # each round carries V/n: 3 GB / 3 ranks
+    assert {f.volume for r in p.rounds for f in r.flows()} == {10**9}
+    assert (p.collective.name, p.collective.ranks, p.collective.size) == ("allreduce_ring", 3, 3 * 10**9)
+    assert p.collective.bus_factor == pytest.approx(2 * (3 - 1) / 3)
+
+
+NETNS = {h: dict(v, ansible_connection="aifabric.lab.netns", ansible_netns_prefix="afl-") for h, v in HOSTVARS.items()}
+
+
+def test_a_lab_of_namespaces_can_start_every_part_from_one_task():
+    p = plan({"name": "b", "throttles": {"worker3": "2gbit"}}, GROUPS, NETNS)
+    assert p.batch_start is True
+    assert {h: e.netns for h, e in p.hosts.items()} == {
+        "sink": "afl-sink", "worker1": "afl-worker1", "worker2": "afl-worker2", "worker3": "afl-worker3"}
+
+
+@pytest.mark.parametrize("hostvars, spec, why", [
+    (HOSTVARS, {}, "not netns"),
+    (dict(NETNS, worker2=HOSTVARS["worker2"]), {}, "one host over another connection"),
+    (NETNS, {"batch_start": False}, "turned off"),
+    (NETNS, {"engine": "perftest"}, "perftest: the RDMA device is per host"),
+])
+def test_each_host_starts_its_own_part_elsewhere(hostvars, spec, why):
+    assert plan(dict({"name": "b"}, **spec), GROUPS, hostvars).batch_start is False, why
+
+
+def test_the_namespace_is_the_one_the_connection_enters():
+    hv = dict(NETNS, worker1=dict(NETNS["worker1"], ansible_netns_name="w-one"),
+              worker2=dict(NETNS["worker2"], ansible_host="w-two"))
+    p = plan({"name": "b"}, GROUPS, hv)
+    assert p.hosts["worker1"].netns == "afl-w-one" and p.hosts["worker2"].netns == "afl-w-two"
+    with pytest.raises(ExperimentError, match="batch_start: 'yes'; give true or false"):
+        plan({"batch_start": "yes"}, GROUPS, NETNS)
+
+
+def test_each_host_gets_its_interface_and_each_throttle_its_peers():
+    hv = dict(HOSTVARS, worker2=dict(HOSTVARS["worker2"], lab_interface="ens5"),
+              worker3=dict(HOSTVARS["worker3"], experiment_interface="data0", lab_interface="ens5"))
+    p = plan({"throttles": {"worker3": "2gbit", "worker2": "3gbit"}}, GROUPS, hv, interface="eth1")
+    assert {h: e.interface for h, e in p.hosts.items()} == {
+        "sink": "eth1", "worker1": "eth1", "worker2": "ens5", "worker3": "data0"}
+    assert p.hosts["worker3"].throttle.peers == []  # one destination: nothing to share between
+    rdma = plan({"engine": "perftest", "throttles": {"worker3": "2gbit"}}, GROUPS,
+                dict(hv, worker3=dict(hv["worker3"], lab_rdma_device="rxe1")), rdma_device="rxe0")
+    assert rdma.hosts["worker3"].rdma_device == "rxe1" and rdma.hosts["worker1"].rdma_device == "rxe0"
+    # a host that sends to several peers shares its throttle between them (tc's fair classes)
+    ring = plan({"pattern": "ring_bidirectional", "throttles": {"worker2": "2gbit"}},
+                {"workers": ["worker1", "worker2", "worker3"]}, HOSTVARS)
+    assert ring.hosts["worker2"].throttle.peers == ["198.18.0.11", "198.18.0.13"]
+
+
+def test_perftest_knows_the_payload_share_of_the_roce_wire():
+    p = plan({"engine": "perftest", "perftest": {"tool": "ib_read_bw", "rdma_mtu": 1024}}, GROUPS, HOSTVARS,
+             rdma_device="mlx5_0")
+    # RoCEv2 over Ethernet: 58 bytes of headers (14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 ICRC) per 1024-byte packet
+    assert p.goodput_factor == pytest.approx(1024 / (1024 + 58), abs=1e-9)
+    # one perftest server process per client flow, on port, port + 1, ...
+    assert [f.port for f in p.rounds[0].flows()] == [18600, 18601, 18602]
+
+
+def test_a_null_field_takes_its_default():
+    """docs/experiments.md lists the defaults with nulls (control_port: null): the plan reads them as not given."""
+    p = plan({"name": "b", "control_port": None, "coordinator": None, "start_at": None, "throttles": None}, GROUPS,
+             HOSTVARS)
+    assert p.rendezvous.port == 18599 and p.rendezvous.host == "sink" and p.throttled == []
+
+
+def test_the_roles_argument_spec_describes_every_field_the_plan_knows():
+    """roles/experiment/meta/argument_specs.yml and the plan's list of fields are one list (start_lead is described
+    only so that the plan can refuse it with the fix)."""
+    import os
+
+    import yaml
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan import experiment as _experiment
+
+    spec = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "roles",
+                                            "experiment", "meta", "argument_specs.yml")))
+    options = spec["argument_specs"]["main"]["options"]["experiment_spec"]["options"]
+    assert set(options) - {"start_lead"} == _experiment._KNOWN
+    assert set(options["perftest"]["options"]) == set(_experiment.PERFTEST_ARGS) | {"rdma_mtu"}
