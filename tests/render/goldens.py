@@ -4,6 +4,8 @@
 """The golden copies of every report file, as a tree renders them:
 
     python tests/render/goldens.py --tree /work/wt/base --out tests/unit/plugins/plugin_utils/fixtures/golden
+    (on Python 3.11; on 3.12 or newer its scenarios.json is the golden scenarios-py312.json: sum() of floats is
+    compensated from 3.12, and a mean's last digit can differ)
 
 - every checked-in run directory of the unit tests' fixtures (``run-v1-demo``: before plan.json; ``history/*``:
   plan.json schema 1), copied and re-rendered (``run_report`` + ``report_files``, the filters ``make render`` uses):

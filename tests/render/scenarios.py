@@ -62,7 +62,24 @@ def _load_tree(tree):
         for attr in ("_collection_version", "collection_version"):
             if hasattr(module, attr):
                 setattr(module, attr, lambda: "0.0.0-scenario")
+    pin_controller(setattr)
     return filters, callback
+
+
+CONTROLLER = {"kernel": "6.1.0-scenario-amd64", "python": "3.11.0", "ansible_core": "2.19.0"}
+
+
+def pin_controller(set_attr):
+    """The controller's facts that plan.json records (kernel, Python, ansible-core) fixed, so that the same tree
+    writes the same bytes on any machine and any ansible-core of the matrix. ``set_attr``: setattr, or a
+    MonkeyPatch's."""
+    import platform
+
+    set_attr(platform, "release", lambda: CONTROLLER["kernel"])
+    set_attr(platform, "python_version", lambda: CONTROLLER["python"])
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ansible_collections.aifabric.lab.") and hasattr(module, "ansible_version"):
+            set_attr(module, "ansible_version", CONTROLLER["ansible_core"])
 
 
 # -- Ansible's result objects, as the callback reads them --------------------------------------------------------------
