@@ -70,18 +70,24 @@ import os  # noqa: E402
 
 run = os.path.dirname(sys.argv[1])
 plan = json.load(open(os.path.join(run, "plan.json")))
-bplan = plan["steps"]["barrier"]
-assert bplan["expected_workers"] == ["worker1", "worker2", "worker3"] and bplan["bottleneck"] == "8gbit", bplan
-w3 = next(f for f in bplan["flows"] if f["host"] == "worker3")
-assert w3["throttle"] == "2gbit" and w3["mtu"] == 9000 and w3["throttle_mechanism"].startswith("worker3: tc htb"), w3
+# schema 2: each experiment's plan once (the steps' plans are made from it on reading)
+assert plan["schema_version"] == 2 and [e["steps"] for e in plan["experiments"]] == [["elephant"], ["barrier"]], plan
+elephant, barrier = plan["experiments"]
+assert elephant["kind"] == "baseline" and barrier["kind"] == "barrier" and barrier["line_rate"] == "8gbit", barrier
+assert barrier["hosts"]["worker3"]["throttle"]["rate"] == "2gbit", barrier["hosts"]["worker3"]
+assert barrier["hosts"]["worker3"]["throttle"]["applied"].startswith("tc htb"), barrier["hosts"]["worker3"]
+(rnd,) = barrier["rounds"]
+assert sorted(h for h, part in rnd["hosts"].items() if part["clients"]) == ["worker1", "worker2", "worker3"], rnd
+(w3,) = rnd["hosts"]["worker3"]["clients"]
+assert w3["src"] == "worker3" and w3["dst"] == "sink" and barrier["mtu"] == 9000, w3
 assert w3["path"] == [{"link": "worker3->switch", "rate": "8gbit"}, {"link": "switch->sink", "rate": "8gbit"},
                       {"link": "worker3 egress", "rate": "2gbit", "throttle": True}], w3
-assert plan["steps"]["elephant"]["kind"] == "baseline"
 assert set(plan["lab"]["hosts"]) >= {"sink", "worker1", "worker2", "worker3"}, plan["lab"]
 assert plan["lab"]["hosts"]["worker3"]["kernel"] == os.uname().release, plan["lab"]
 assert report["lab"] == plan["lab"]
 for name in os.listdir(os.path.join(run, "flows", "barrier")):
     flow = json.load(open(os.path.join(run, "flows", "barrier", name)))
     assert "annotations" not in flow, (name, sorted(flow))
-assert step["straggler"]["cause"] == "throttled to 2gbit (%s)" % w3["throttle_mechanism"], step["straggler"]
-print("run record OK: plan.json with %d steps, flows without annotations" % len(plan["steps"]))
+applied = barrier["hosts"]["worker3"]["throttle"]["applied"]
+assert step["straggler"]["cause"] == "throttled to 2gbit (worker3: %s)" % applied, step["straggler"]
+print("run record OK: plan.json schema 2 with %d experiments, flows without annotations" % len(plan["experiments"]))

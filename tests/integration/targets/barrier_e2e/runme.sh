@@ -115,8 +115,9 @@ import json, sys
 step = json.load(open(sys.argv[1]))["steps"][0]
 assert step["status"] == "ok", step.get("failed")
 w = {x["host"]: x for x in step["workers"]}
-# the throttled worker is the straggler whatever the machine's speed; the rates are this machine's (printed)
-assert step["straggler"]["host"] == "worker3" and all(x["completion_s"] > 0.985 * x["predicted_s"] for x in w.values())
+# the throttled worker is the straggler whatever the machine's speed, never faster than its throttle allows (the
+# others may beat their fair share when it lags); the rates are this machine's (printed)
+assert step["straggler"]["host"] == "worker3" and w["worker3"]["completion_s"] > 0.985 * w["worker3"]["predicted_s"]
 print("streams OK: %s Gb/s (completion vs prediction %s)" % ({h: round(x["gbps"], 3) for h, x in w.items()},
       {h: "%+.1f%%" % (x["prediction_error"] * 100) for h, x in w.items()}))
 PY

@@ -64,12 +64,12 @@ def main(run, out_txt):
         shutil.copytree(run, copy)
         plan_path = os.path.join(copy, "plan.json")
         plan = json.load(open(plan_path))
-        flow = next(f for f in plan["steps"]["l4-spread"]["flows"] if f["host"] == "worker1")
-        hops = flow["subflows"][0]["path"]
-        spine = hops[1]["link"].split("->")[1]
+        # plan.json schema 2: the experiment that ran l4-spread, its placement of worker1's stream
+        experiment = next(e for e in plan["experiments"] if "l4-spread" in e["steps"])
+        links = experiment["fabric"]["placed"]["l4-spread"]["worker1"]["worker1"][0]["links"]
+        spine = links[1].split("->")[1]
         other = "spine2" if spine == "spine1" else "spine1"
-        for hop in hops:
-            hop["link"] = hop["link"].replace(spine, other)
+        links[:] = [link.replace(spine, other) for link in links]
         json.dump(plan, open(plan_path, "w"))
         subprocess.run(["ansible-playbook", "aifabric.lab.render_report", "-e", "run_dir=%s" % copy], check=True,
                        stdout=subprocess.DEVNULL)
