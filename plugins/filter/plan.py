@@ -3,15 +3,22 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the experiment's plan: ``flow_plan`` (the experiment over the inventory, as the plan's dict form) and
 the modules' arguments made from it: one host's ``flow_step`` arguments (``flow_step_args``), every host's in one task
-(``flow_step_batch_args``), a throttled host's ``throttle`` arguments (``throttle_args``). Each reads the plan back
+(``flow_step_batch_args``), a throttled host's ``throttle`` arguments (``throttle_args``), and the owner record of
+the experiment's run that every module changing a host is given (``experiment_owner``). Each reads the plan back
 with ``Plan.from_dict`` and returns plain dicts."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+
 from ansible.errors import AnsibleFilterError
+from ansible_collections.aifabric.lab.plugins.module_utils._owner import OwnerError, owner_record
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import batch_args, host_args, throttle_args
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
+
+OWNER_GRACE_S = 90.0  # past a step's timeout: its servers' and coordinator's grace (30 s each) and the collect
 
 
 def _plan(the_plan, name):
@@ -61,7 +68,27 @@ def throttle_args_filter(the_plan, host):
         raise AnsibleFilterError("throttle_args: %s" % exc) from None
 
 
+def _controller_pid():
+    """The ansible-playbook process: a filter runs in one of its worker processes (forked by multiprocessing), whose
+    parent it is; run outside a worker (a test, a script), this process."""
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None and parent.pid else os.getpid()
+
+
+def experiment_owner(the_plan, owner_id, now=None):
+    """The owner record of one run of an experiment (module_utils/_owner.py): its id, this controller process, and a
+    lease as long as the experiment may take (every step's arm timeout, timeout and grace, plus ten minutes)."""
+    the_plan = _plan(the_plan, "experiment_owner")
+    if not owner_id or not str(owner_id).strip():
+        raise AnsibleFilterError("experiment_owner: give the experiment's id (e.g. its name and a random token)")
+    lease = len(the_plan.steps) * (the_plan.arm_timeout + the_plan.timeout + OWNER_GRACE_S) + 600.0
+    try:
+        return owner_record(str(owner_id), lease, pid=_controller_pid(), now=now)
+    except OwnerError as exc:
+        raise AnsibleFilterError("experiment_owner: %s" % exc) from None
+
+
 class FilterModule:
     def filters(self):
         return {"flow_plan": flow_plan, "flow_step_args": flow_step_args, "flow_step_batch_args": flow_step_batch_args,
-                "throttle_args": throttle_args_filter}
+                "throttle_args": throttle_args_filter, "experiment_owner": experiment_owner}

@@ -89,5 +89,6 @@ for name in os.listdir(os.path.join(run, "flows", "barrier")):
     flow = json.load(open(os.path.join(run, "flows", "barrier", name)))
     assert "annotations" not in flow, (name, sorted(flow))
 applied = barrier["hosts"]["worker3"]["throttle"]["applied"]
-assert step["straggler"]["cause"] == "throttled to 2gbit (worker3: %s)" % applied, step["straggler"]
+# (a busy machine may add "; N segments retransmitted ..." to the cause)
+assert step["straggler"]["cause"].startswith("throttled to 2gbit (worker3: %s)" % applied), step["straggler"]
 print("run record OK: plan.json schema 2 with %d experiments, flows without annotations" % len(plan["experiments"]))

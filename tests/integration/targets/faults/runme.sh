@@ -57,6 +57,8 @@ run_step() {  # run_step NAME EXTRA-ARGS...: the barrier step in the background;
   pb=$!
 }
 flows_running() { has_flow worker1 && has_flow worker2; }
+tx_bytes() { ip netns exec "$P$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
+payload_flowing() { [ $(( $(tx_bytes worker1) - $1 )) -gt 100000000 ]; }  # 100 MB of worker1's flow on the wire
 row() { table+=("| $1 | $(python3 "$here/check_fault.py" "${@:2}" | sed 's/^REPORT| //') | none |"); echo "case ok: $1"; }
 
 ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null
@@ -134,8 +136,11 @@ no_leftovers
 # keeps its record (every host's results) in its state directory; lab down then removes what is left.
 state=/run/aifabric-lab
 records_before=$(ls "$state"/step-*.rendezvous.json 2>/dev/null || true)
+tx_before=$(tx_bytes worker1)
 run_step sigint -e barrier_volume=2GB -e barrier_timeout=30
-wait_for 30 flows_running; sleep 1
+# interrupted once the step has fired (its payload is on the wire), not merely armed: a step whose controller never
+# came to collect it is not fired, and the rendezvous ends it at its arm timeout (aborted) instead
+wait_for 60 payload_flowing "$tx_before"
 kill -INT "$pb"; wait "$pb" || true
 new_record() { comm -13 <(echo "$records_before") <(ls "$state"/step-*.rendezvous.json 2>/dev/null || true) | grep -q .; }
 wait_for 40 new_record
