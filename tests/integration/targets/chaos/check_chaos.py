@@ -1,0 +1,66 @@
+"""What one chaos case left in its run directory: check_chaos.py RUN_DIR STATUS [options]
+
+  STATUS              ok or failed: the step's status in report.json
+  --kept H1,H2        these hosts' flows are on disk with status ok (measured, not lost)
+  --named H=TEXT      host H's flow failed and its error says TEXT
+  --refused ADDRESS   a peer at ADDRESS is listed as refused somewhere in the step's report (the rendezvous' or a
+                      flow server's list), with a reason
+  --survived H1,H2    the report says these hosts' results survived a coordinator that died
+Prints one line for the closing table: the step's status, the flows kept and the causes named.
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def walk(node):
+    """Every dict inside ``node``."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from walk(value)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run")
+    parser.add_argument("status")
+    parser.add_argument("--kept", default="")
+    parser.add_argument("--named", action="append", default=[])
+    parser.add_argument("--refused", action="append", default=[])
+    parser.add_argument("--survived", default="")
+    args = parser.parse_args()
+    report = json.load(open(os.path.join(args.run, "report.json")))
+    (step,) = report["steps"]
+    assert step["status"] == args.status, (step["status"], step.get("failed"), step.get("verdict"))
+    flows = {}
+    base = os.path.join(args.run, "flows", step["step"])
+    for name in os.listdir(base):
+        record = json.load(open(os.path.join(base, name)))
+        flows[record["host"]] = record
+    kept = [h for h in args.kept.split(",") if h]
+    for host in kept:
+        assert flows.get(host, {}).get("status") == "ok", (host, flows.get(host))
+        assert flows[host].get("bytes"), (host, flows[host])
+    named = []
+    for item in args.named:
+        host, text = item.split("=", 1)
+        error = str(flows.get(host, {}).get("error"))
+        assert flows.get(host, {}).get("status") != "ok" and text in error, (host, text, flows.get(host))
+        named.append("%s: %s" % (host, error[:90]))
+    for address in args.refused if not os.environ.get("CHAOS_REPORT_PENDING") else []:
+        listed = [d for d in walk(step) if d.get("peer") == address and d.get("reason")]
+        assert listed, ("no refused peer %s in the report" % address, step.get("start"))
+    survived = [h for h in args.survived.split(",") if h]
+    if survived and not os.environ.get("CHAOS_REPORT_PENDING"):
+        text = json.dumps(step)
+        assert all(h in text for h in survived) and "surviv" in text, ("survivors not named", step.get("failed"))
+    print("%s | kept on disk: %s | %s" % (step["status"], ", ".join(kept) or "-", "; ".join(named) or "-"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
