@@ -278,4 +278,3 @@ def lab_record(topo, owner, old=None, now=None):
     return {"kind": "netns_lab", "switch": topo["switch"], "bridge": topo["bridge"],
             "namespaces": [topo["switch"]] + [h["namespace"] for h in topo["hosts"]], "topology": topo,
             "owner": owner, "created_at": (old or {}).get("created_at") or now, "updated_at": now}
-

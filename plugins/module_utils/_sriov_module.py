@@ -196,4 +196,3 @@ def _undo(ipr, ifindex, applied, by_index):
         except Exception:  # best effort; the failure that matters is reported by the caller
             continue
     return undone
-

@@ -710,8 +710,8 @@ def shape(ipr, params, check_mode=False, warn=None, maker="tc_shape"):
     rdma = hardware_rdma_on(device)
     if rdma and params["state"] == "present":
         warn("tc on %s shapes only its kernel-stack traffic: the verbs traffic of %s bypasses the kernel and "
-                    "is not shaped (use the VF's max_tx_rate or perftest's rate limit; aifabric.lab.throttle chooses)"
-                    % (device, ", ".join(rdma)))
+             "is not shaped (use the VF's max_tx_rate or perftest's rate limit; aifabric.lab.throttle chooses)"
+             % (device, ", ".join(rdma)))
     record_path = _host_state.shaper_record_path(state_dir, _host_state.netns_key(), device) if state_dir else None
     record = _host_state.read_record(record_path) if record_path else None
     target = shaper.ifb_index(ifb) if ingress else shaper.index
@@ -728,11 +728,11 @@ def shape(ipr, params, check_mode=False, warn=None, maker="tc_shape"):
     if params["state"] == "present":
         if current and current.get("foreign") and not current.get("default"):
             warn("tc_shape: replacing a %s root qdisc on %s that this module did not make"
-                        % (_foreign_text(current), result["shaped_device"]))
+                 % (_foreign_text(current), result["shaped_device"]))
         changed = not (same_shaper(ours, desired) and (redirected or not ingress))
     elif held:
         warn("tc_shape: leaving the shaper on %s: it belongs to %s, which is live (%s)"
-                    % (device, _host_state.owner_text(held[0]), held[1]))
+             % (device, _host_state.owner_text(held[0]), held[1]))
         changed = False
     else:
         changed = ours is not None or (ingress and (target is not None or redirected))
@@ -800,4 +800,3 @@ def _shaper_record(path, record, params, desired, shaper, ifb, ingress, maker, o
                     shaper.device, path, exc.strerror or exc)) from None
             return False
     return changed
-

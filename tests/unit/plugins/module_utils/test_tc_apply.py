@@ -112,7 +112,7 @@ def test_a_new_shaper_replaces_the_default_root_in_one_request_and_is_marked():
     assert init["rate2quantum"] == R2Q_MARK == 44971
     again = len(kernel.requests)
     assert not shape(kernel, params(fair_share_sources=["198.18.0.11", "198.18.0.12"],
-                                              ack_priority=True))["changed"]
+                                    ack_priority=True))["changed"]
     assert kernel.requests[again:] == []
 
 
