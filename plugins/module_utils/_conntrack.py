@@ -21,9 +21,8 @@ import os
 import socket
 import struct
 
-from ._units import UnitError, parse_size
-
-__all__ = ["CensusError", "census", "parse_entries", "read_table", "TCP_STATES", "dump_request"]
+__all__ = ["CensusError", "census", "parse_entries", "read_table", "TCP_STATES", "dump_request", "loaded",
+           "accounting_on", "tracking_state", "set_tracking", "TRACK_TABLE"]
 
 NETLINK_NETFILTER = 12
 NFNL_SUBSYS_CTNETLINK = 1
@@ -44,6 +43,8 @@ PROTOCOLS = {1: "icmp", 6: "tcp", 17: "udp", 33: "dccp", 58: "icmpv6", 132: "sct
 TCP_STATES = {0: "NONE", 1: "SYN_SENT", 2: "SYN_RECV", 3: "ESTABLISHED", 4: "FIN_WAIT", 5: "CLOSE_WAIT",
               6: "LAST_ACK", 7: "TIME_WAIT", 8: "CLOSE", 9: "SYN_SENT2"}
 _PORTED = {6, 17, 33, 132, 136}
+COUNT = "sys/net/netfilter/nf_conntrack_count"
+ACCT = "sys/net/netfilter/nf_conntrack_acct"
 
 
 class CensusError(ValueError):
@@ -147,6 +148,16 @@ def read_table(sock=None, chunk=65536):
             sock.close()
 
 
+def loaded(proc="/proc"):
+    """Whether conntrack is loaded on this host (procfs has its ``nf_conntrack_count``)."""
+    return os.path.exists(os.path.join(proc, COUNT))
+
+
+def accounting_on(proc="/proc"):
+    """Whether conntrack counts bytes and packets (``net.netfilter.nf_conntrack_acct = 1``)."""
+    return _read_int(os.path.join(proc, ACCT)) == 1
+
+
 def _read_int(path):
     try:
         with open(path) as handle:
@@ -203,42 +214,9 @@ def census(entries, top=10, elephant_bytes=10 * 1000 * 1000, accounting=None):
     return out
 
 
-def run(module, conntrack_class, proc="/proc"):
-    """The conntrack_info module."""
-    params = module.params
-    base = os.path.join(proc, "sys/net/netfilter")
-    if not os.path.exists(os.path.join(base, "nf_conntrack_count")):
-        module.exit_json(changed=False, loaded=False, entries=0, msg=(
-            "conntrack is not loaded on this host (no %s/nf_conntrack_count): load the nf_conntrack module, or add a "
-            "rule that uses it (nftables 'ct state', iptables '-m conntrack')" % base))
-    accounting = _read_int(os.path.join(base, "nf_conntrack_acct")) == 1
-    if params["top"] < 0:
-        module.fail_json(msg="top: %d; give a number of entries, 0 or more" % params["top"])
-    try:
-        threshold = parse_size(params["elephant_bytes"], "elephant_bytes", minimum=1)
-    except UnitError as exc:
-        module.fail_json(msg=str(exc))
-    try:
-        with conntrack_class() as ct:
-            kernel_count, kernel_max = ct.count(), ct.conntrack_max_size()
-        result = census(read_table(), top=params["top"], elephant_bytes=threshold, accounting=accounting)
-    except (OSError, CensusError) as exc:
-        module.fail_json(msg="cannot read the conntrack table: %s" % exc)
-    result.update(changed=False, loaded=True, kernel_count=kernel_count, max_entries=kernel_max)
-    if not result["entries"]:
-        result["msg"] = ("the table is empty: a network namespace tracks nothing until a rule in it uses conntrack "
-                         "(nftables 'ct state', iptables '-m conntrack', NAT); see docs/census.md")
-    elif not accounting:
-        result["msg"] = ("bytes are not counted (net.netfilter.nf_conntrack_acct = 0): set it to 1 (sysctl, per "
-                         "namespace) before the connections start, for the top entries by bytes and the "
-                         "elephant/mice split by bytes")
-    module.exit_json(**result)
-
-
 # --------------------------------------------------------------------- making a namespace track its connections
 TRACK_TABLE = "aifabric_census"
 TRACK_CHAINS = (("track_in", "prerouting", -300), ("track_out", "output", -300))
-ACCT = "sys/net/netfilter/nf_conntrack_acct"
 
 
 def _has_table(nft):
@@ -255,7 +233,7 @@ def _track_rule():
 
 def tracking_state(nft, proc="/proc"):
     """``{tracking: bool, accounting: bool}``: whether the census table is there, whether bytes are counted."""
-    return {"tracking": _has_table(nft), "accounting": _read_int(os.path.join(proc, ACCT)) == 1}
+    return {"tracking": _has_table(nft), "accounting": accounting_on(proc)}
 
 
 def set_tracking(nft, present=True, accounting=True, proc="/proc"):
@@ -272,22 +250,3 @@ def set_tracking(nft, present=True, accounting=True, proc="/proc"):
                 handle.write("1\n")
     elif _has_table(nft):
         nft.table("del", name=TRACK_TABLE)
-
-
-def run_tracking(module, nftables_class, proc="/proc"):
-    """The conntrack_track module."""
-    present = module.params["state"] == "present"
-    want_acct = module.params["accounting"]
-    if not os.path.exists(os.path.join(proc, "sys/net/netfilter/nf_conntrack_count")):
-        module.fail_json(msg="conntrack is not loaded on this host (no %s/sys/net/netfilter/nf_conntrack_count): load "
-                             "the nf_conntrack module first" % proc)
-    try:
-        with nftables_class() as nft:
-            before = tracking_state(nft, proc)
-            after = {"tracking": present, "accounting": before["accounting"] or (present and want_acct)}
-            changed = before != after
-            if changed and not module.check_mode:
-                set_tracking(nft, present, want_acct, proc)
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="cannot change the namespace's nftables or sysctl: %s" % exc)
-    module.exit_json(changed=changed, diff={"before": before, "after": after}, table=TRACK_TABLE, **after)

@@ -17,11 +17,8 @@ import re
 import signal
 import time
 
-from . import _host_state
 from ._flow.state import is_step_file, server_file_address
 from ._netns_enter import NETNS_RUN_DIR, valid_name
-from ._owner import OwnerError, describe
-from ._owner import validate as validate_owner
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 
@@ -281,65 +278,3 @@ def lab_record(topo, owner, old=None, now=None):
     return {"kind": "netns_lab", "switch": topo["switch"], "bridge": topo["bridge"],
             "namespaces": [topo["switch"]] + [h["namespace"] for h in topo["hosts"]], "topology": topo,
             "owner": owner, "created_at": (old or {}).get("created_at") or now, "updated_at": now}
-
-
-def run(module, netns, iproute):
-    try:
-        topo = validate(module.params)
-        owner = validate_owner(module.params.get("owner"))
-    except (TopologyError, OwnerError) as exc:
-        module.fail_json(msg=str(exc))
-    topology = Topology(netns, iproute)
-    state_dir = module.params["state_dir"]
-    record_path = _host_state.lab_record_path(state_dir, topo["switch"])
-    record = _host_state.read_record(record_path)
-    held = _host_state.held_by_another(record, owner)
-    if module.params["state"] == "present":
-        todo = topology.missing(topo)
-        if held and todo:
-            module.fail_json(msg="switch_namespace: the lab %s belongs to %s, which is live (%s); this task would "
-                                 "change it (%s). Use another namespace prefix, or wait for that experiment to end"
-                                 % (topo["switch"], describe(held[0]), held[1], ", ".join(todo)))
-        new = lab_record(topo, owner, record)
-        record_changed = not held and not _host_state.same_record(record, new)
-        changed = bool(todo) or record_changed
-        if not module.check_mode:
-            if todo:
-                topology.apply(topo)
-            if not held and (record_changed or (record or {}).get("owner") != owner):
-                try:
-                    _host_state.write_record(record_path, new)
-                except OSError as exc:
-                    if owner:
-                        module.fail_json(msg="state_dir: cannot record the lab's owner in %s: %s" % (
-                            record_path, exc.strerror or exc))
-                    module.warn("the lab is up but its record could not be written (%s): aifabric.lab.lab_leftovers "
-                                "will not know it" % (exc.strerror or exc))
-        diff = {"before": {"missing": todo}, "after": {"missing": []}}
-    stopped = {}
-    if module.params["state"] == "absent":
-        if held:
-            module.warn("leaving the lab %s: it belongs to %s, which is live (%s)"
-                        % (topo["switch"], describe(held[0]), held[1]))
-            module.exit_json(changed=False, changes=[], diff={}, stopped_processes={}, held_by=held[0],
-                             namespaces=[topo["switch"]] + [h["namespace"] for h in topo["hosts"]])
-        todo = topology.present_namespaces(topo)
-        running = topology.processes(topo)
-        changed = bool(todo)
-        if changed and not module.check_mode:
-            stopped = topology.remove(topo, module.params["process_grace"])
-            Topology.remove_server_files(topo, state_dir)
-            Topology.remove_step_files(state_dir, _alive)
-        if not module.check_mode:
-            if record is not None:
-                _host_state.remove_record(record_path)
-            # the shapers' records of the lab's namespaces go with their namespaces
-            gone = {"netns-" + ns for ns in todo}
-            for path, _rec in _host_state.records(state_dir, "shapers"):
-                if os.path.basename(os.path.dirname(path)) in gone:
-                    _host_state.remove_record(path)
-        diff = {"before": {"namespaces": todo, "processes": running}, "after": {"namespaces": [], "processes": {}}}
-        if stopped:
-            module.warn("stopped processes still running inside the lab: %s" % stopped)
-    module.exit_json(changed=changed, changes=todo, diff=diff, stopped_processes=stopped, record=record_path,
-                     namespaces=[topo["switch"]] + [h["namespace"] for h in topo["hosts"]])

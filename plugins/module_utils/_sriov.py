@@ -340,6 +340,25 @@ def persistence(pf, count, vfs, root="/"):
     return {os.path.join(root, RULES_FILE % key): rule, script: "\n".join(lines) + "\n"}
 
 
+def read_settings(ipr, netdev):
+    """(ifindex, IFLA_NUM_VF, each VF's settings) of the PF's netdev, through netlink."""
+    index = ipr.link_lookup(ifname=netdev)
+    if not index:
+        raise SriovError("pf: netdev %s vanished" % netdev)
+    link = ipr.get_links(index[0], ext_mask=1)[0]
+    return index[0], link.get_attr("IFLA_NUM_VF"), parse_vfinfo(link)
+
+
+def describe(pf, settings):
+    """Each VF's netlink settings with its PCI function and netdevs (``pci_address``, ``netdevs``, ...)."""
+    out = []
+    for vf in settings:
+        item = dict(vf)
+        item.update({"pci_" + k if k != "netdevs" else k: v for k, v in pf.vf_device(vf["index"]).items()})
+        out.append(item)
+    return out
+
+
 def wait_for(check, timeout, what):
     deadline = time.monotonic() + timeout
     while True:

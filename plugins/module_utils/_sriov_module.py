@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The sriov and sriov_info modules' bodies: validate everything first, then count, then settings with rollback."""
+"""The sriov module's glue: its arguments, and ``run_module`` (validate everything first, then the count, then the
+settings with rollback, through ``_sriov``)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,17 @@ from ._sriov import (
     SriovError,
     SriovState,
     check_count,
+    describe,
     errno_reason,
     in_use,
     netlink_request,
-    parse_vfinfo,
     persistence,
     plan_settings,
+    read_settings,
     validate_vfs,
     wait_for,
 )
-from ._vfio_module import net_use
+from ._vfio import net_use
 
 VF_OPTIONS = dict(
     index=dict(type="int", required=True),
@@ -39,31 +41,20 @@ VF_OPTIONS = dict(
     port_guid=dict(type="str"),
 )
 
-ARGUMENT_SPEC = dict(
-    pf=dict(type="str", required=True),
-    num_vfs=dict(type="int"),
-    vfs=dict(type="list", elements="dict", default=[], options=VF_OPTIONS),
-    force=dict(type="bool", default=False),
-    persistent=dict(type="bool", default=False),
-    timeout=dict(type="float", default=60.0),
-)
 
-
-def read_settings(ipr, netdev):
-    index = ipr.link_lookup(ifname=netdev)
-    if not index:
-        raise SriovError("pf: netdev %s vanished" % netdev)
-    link = ipr.get_links(index[0], ext_mask=1)[0]
-    return index[0], link.get_attr("IFLA_NUM_VF"), parse_vfinfo(link)
-
-
-def describe(pf, settings):
-    out = []
-    for vf in settings:
-        item = dict(vf)
-        item.update({"pci_" + k if k != "netdevs" else k: v for k, v in pf.vf_device(vf["index"]).items()})
-        out.append(item)
-    return out
+def module_args():
+    """AnsibleModule's keyword arguments for sriov."""
+    return dict(
+        argument_spec=dict(
+            pf=dict(type="str", required=True),
+            num_vfs=dict(type="int"),
+            vfs=dict(type="list", elements="dict", default=[], options=VF_OPTIONS),
+            force=dict(type="bool", default=False),
+            persistent=dict(type="bool", default=False),
+            timeout=dict(type="float", default=60.0),
+        ),
+        supports_check_mode=True,
+    )
 
 
 def _text(count, settings):
@@ -205,23 +196,3 @@ def _undo(ipr, ifindex, applied, by_index):
         except Exception:  # best effort; the failure that matters is reported by the caller
             continue
     return undone
-
-
-def run_info(module, root="/"):
-    """sriov_info: every PF with SR-IOV (or the named ones), with VFs and their netlink settings."""
-    require_pyroute2(module)
-    names = module.params["pfs"]
-    if not names:
-        names = [n for n in sorted(os.listdir(os.path.join(root, "sys/class/net")))
-                 if os.path.exists(os.path.join(root, "sys/class/net", n, "device", "sriov_numvfs"))]
-    out = {}
-    with IPRoute() as ipr:
-        for name in names:
-            try:
-                pf = PF(name, root)
-                _i, _n, settings = read_settings(ipr, pf.netdev) if pf.netdev else (None, None, [])
-            except SriovError as exc:
-                module.fail_json(msg=str(exc).replace("pf:", "pfs:", 1))
-            out[pf.name] = {"netdev": pf.netdev, "address": pf.address, "total_vfs": pf.total_vfs(),
-                            "num_vfs": pf.num_vfs(), "vfs": describe(pf, settings)}
-    module.exit_json(changed=False, pfs=out)

@@ -42,8 +42,6 @@ import struct
 import time
 
 from . import _host_state, _rdma_sysfs
-from ._owner import OwnerError
-from ._owner import validate as validate_owner
 from ._units import UnitError, format_rate, format_size, parse_rate, parse_size
 
 try:
@@ -691,12 +689,14 @@ def _foreign_text(current):
     return "%s %s" % (current["qdisc"], current.get("handle", ""))
 
 
-def shape(module, ipr, params, maker="tc_shape"):
+def shape(ipr, params, check_mode=False, warn=None, maker="tc_shape"):
     """Read, compare, apply one shaper (check and diff mode from the same comparison); returns the result dict.
     Raises ShapeError for input the kernel or this host cannot take, and for a device another live owner's shaper
     holds (``present``); on ``absent`` such a shaper is left, with a warning. ``params``: the tc_shape options
-    (``state_dir`` None: no record; ``owner`` None: recorded without an owner); ``maker``: the module, for the
+    (``state_dir`` None: no record; ``owner`` None: recorded without an owner); ``check_mode``: compare only, change
+    nothing; ``warn``: called with each warning for the user (None: they are dropped); ``maker``: the module, for the
     record."""
+    warn = warn or (lambda _msg: None)
     device = params["device"]
     ingress = params["direction"] == "ingress"
     ifb = params.get("ifb_device") or ifb_name_for(device)
@@ -709,9 +709,9 @@ def shape(module, ipr, params, maker="tc_shape"):
     desired = desired_shaper(params, shaper.mtu) if params["state"] == "present" else None
     rdma = hardware_rdma_on(device)
     if rdma and params["state"] == "present":
-        module.warn("tc on %s shapes only its kernel-stack traffic: the verbs traffic of %s bypasses the kernel and "
-                    "is not shaped (use the VF's max_tx_rate or perftest's rate limit; aifabric.lab.throttle chooses)"
-                    % (device, ", ".join(rdma)))
+        warn("tc on %s shapes only its kernel-stack traffic: the verbs traffic of %s bypasses the kernel and "
+             "is not shaped (use the VF's max_tx_rate or perftest's rate limit; aifabric.lab.throttle chooses)"
+             % (device, ", ".join(rdma)))
     record_path = _host_state.shaper_record_path(state_dir, _host_state.netns_key(), device) if state_dir else None
     record = _host_state.read_record(record_path) if record_path else None
     target = shaper.ifb_index(ifb) if ingress else shaper.index
@@ -727,17 +727,17 @@ def shape(module, ipr, params, maker="tc_shape"):
                          "gone" % (device, _host_state.owner_text(held[0]), held[1]))
     if params["state"] == "present":
         if current and current.get("foreign") and not current.get("default"):
-            module.warn("tc_shape: replacing a %s root qdisc on %s that this module did not make"
-                        % (_foreign_text(current), result["shaped_device"]))
+            warn("tc_shape: replacing a %s root qdisc on %s that this module did not make"
+                 % (_foreign_text(current), result["shaped_device"]))
         changed = not (same_shaper(ours, desired) and (redirected or not ingress))
     elif held:
-        module.warn("tc_shape: leaving the shaper on %s: it belongs to %s, which is live (%s)"
-                    % (device, _host_state.owner_text(held[0]), held[1]))
+        warn("tc_shape: leaving the shaper on %s: it belongs to %s, which is live (%s)"
+             % (device, _host_state.owner_text(held[0]), held[1]))
         changed = False
     else:
         changed = ours is not None or (ingress and (target is not None or redirected))
     how = None
-    if changed and not module.check_mode:
+    if changed and not check_mode:
         if params["state"] == "present":
             created = set()
             if ingress:
@@ -755,7 +755,7 @@ def shape(module, ipr, params, maker="tc_shape"):
     record_changed = False
     if record_path and not held:
         record_changed = _shaper_record(record_path, record, params, desired, shaper, ifb, ingress, maker, owner,
-                                        write=not module.check_mode)
+                                        write=not check_mode)
     if held and params["state"] == "absent":
         result["held_by"] = held[0]
     result.update({
@@ -800,14 +800,3 @@ def _shaper_record(path, record, params, desired, shaper, ifb, ingress, maker, o
                     shaper.device, path, exc.strerror or exc)) from None
             return False
     return changed
-
-
-def run(module, ipr):
-    """The tc_shape module."""
-    try:
-        params = dict(module.params)
-        params["owner"] = validate_owner(params.get("owner"))
-        result = shape(module, ipr, params)
-    except (ShapeError, OwnerError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)

@@ -1,17 +1,37 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The throttle module's body: choose (``_throttle.choose``), then apply through tc, the VF's rate, or nothing."""
+"""The throttle module's glue: its arguments, and ``run_module``: choose (``_throttle.choose``), then apply through
+tc, the VF's rate, or nothing."""
 
 from __future__ import annotations
 
-from ._owner import OwnerError
+from ._owner import OWNER_OPTIONS, OwnerError
 from ._owner import validate as validate_owner
 from ._pyroute2 import IPRoute, require_pyroute2
 from ._sriov import PF, SriovError, netlink_request, parse_vfinfo
 from ._tc import ShapeError, shape
 from ._throttle import ThrottleError, choose, vf_rate_mbps
 from ._units import UnitError, format_rate, parse_rate
+
+
+def module_args():
+    """AnsibleModule's keyword arguments for throttle."""
+    return dict(
+        argument_spec=dict(
+            rate=dict(type="str"),
+            engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
+            rdma_device=dict(type="str"),
+            interface=dict(type="str", default="eth0"),
+            peers=dict(type="list", elements="str", default=[]),
+            mechanism=dict(type="str", default="auto", choices=["auto", "tc", "vf_rate", "perftest_sw"]),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            state_dir=dict(type="path", default="/run/aifabric-lab"),
+            owner=dict(type="dict", options=OWNER_OPTIONS),
+        ),
+        required_if=[("state", "present", ("rate",))],
+        supports_check_mode=True,
+    )
 
 
 def run_module(module):
@@ -39,7 +59,7 @@ def run_module(module):
                           fair_share_sources=[], fair_share_destinations=p.get("peers") or [], ifb_device=None,
                           state=p["state"], ack_priority=True, state_dir=p.get("state_dir"), owner=owner)
             try:
-                shaper = shape(module, ipr, params, maker="throttle")
+                shaper = shape(ipr, params, check_mode=module.check_mode, warn=module.warn, maker="throttle")
             except ShapeError as exc:
                 module.fail_json(msg=str(exc), **result)
             result.update(changed=shaper["changed"], shaper=shaper, diff=shaper["diff"],

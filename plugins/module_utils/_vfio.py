@@ -16,11 +16,13 @@ import errno
 import fcntl
 import json
 import os
+import socket
 import struct
 import time
 
 from ._atomic import write_json, write_text
 from ._pci import BRIDGE_SAFE_DRIVERS, GROUP_SAFE_DRIVERS, PciError, iommu_state, write_attr
+from ._pyroute2 import nla
 
 STATE_DIR = "var/lib/aifabric-lab/vfio"
 RULES_FILE = "etc/udev/rules.d/70-aifabric-vfio-%s.rules"
@@ -110,6 +112,66 @@ def sysfs_lowers(root="/"):
         if found:
             out[name] = found
     return out
+
+
+# a veth's IFLA_LINK names its peer, not a device under it
+_NOT_STACKED = ("veth", "netkit")
+
+
+def netlink_lowers(links):
+    """``{upper: {lower}}`` from RTM_NEWLINK messages: IFLA_LINK (the parent of a VLAN, macvlan/macvtap, ipvlan or
+    tunnel, in this namespace) and IFLA_MASTER (a bond's slaves, a bridge's ports)."""
+    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in links}
+    out = {}
+    for link in links:
+        name = nla(link, "IFLA_IFNAME")
+        info = nla(link, "IFLA_LINKINFO")
+        kind = nla(info, "IFLA_INFO_KIND") if info else None
+        parent = nla(link, "IFLA_LINK")
+        if (parent and parent != link["index"] and parent in names and kind not in _NOT_STACKED
+                and nla(link, "IFLA_LINK_NETNSID") is None):
+            out.setdefault(name, set()).add(names[parent])
+        master = nla(link, "IFLA_MASTER")
+        if master in names:
+            out.setdefault(names[master], set()).add(name)
+    return out
+
+
+def net_use(ipr, environ=None, root="/"):
+    """NetUse from netlink and sysfs: default-route devices, the device holding the SSH server address, busy devices,
+    and what is stacked on what (so the parent of a VLAN that carries the management address is protected too)."""
+    environ = os.environ if environ is None else environ
+    links = list(ipr.get_links())
+    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in links}
+    default = set()
+    for family in (socket.AF_INET, socket.AF_INET6):
+        for route in ipr.get_default_routes(family=family):
+            oif = nla(route, "RTA_OIF")
+            if oif in names:
+                default.add(names[oif])
+            for hop in nla(route, "RTA_MULTIPATH") or []:
+                if hop.get("oif") in names:
+                    default.add(names[hop["oif"]])
+    ssh = set()
+    server = (environ.get("SSH_CONNECTION") or "").split()
+    addrs = list(ipr.get_addr())
+    if len(server) >= 3:
+        for addr in addrs:
+            if server[2] in (nla(addr, "IFA_ADDRESS"), nla(addr, "IFA_LOCAL")):
+                ssh.add(names.get(addr["index"]))
+    active = {}
+    for addr in addrs:
+        name = names.get(addr["index"])
+        if addr.get("scope", 0) == 0 and name and name != "lo":
+            active.setdefault(name, "up with address %s" % nla(addr, "IFA_ADDRESS"))
+    for link in links:
+        master = nla(link, "IFLA_MASTER")
+        if master:
+            active[nla(link, "IFLA_IFNAME")] = "enslaved to %s" % names.get(master, master)
+    lowers = netlink_lowers(links)
+    for upper, found in sysfs_lowers(root).items():
+        lowers.setdefault(upper, set()).update(found)
+    return NetUse(default_route=default, ssh=ssh, active=active, lowers=lowers)
 
 
 def group_openers(group, root="/"):

@@ -114,22 +114,11 @@ msg:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import run
-from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import require_pyroute2
-
-try:
-    from pyroute2 import Conntrack
-except ImportError:
-    Conntrack = None
+from ansible_collections.aifabric.lab.plugins.module_utils._conntrack_info_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(top=dict(type="int", default=10), elephant_bytes=dict(type="str", default="10MB")),
-        supports_check_mode=True,
-    )
-    require_pyroute2(module)
-    run(module, Conntrack)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

@@ -67,23 +67,11 @@ accounting:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._conntrack import run_tracking
-from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import require_pyroute2
-
-try:
-    from pyroute2.nftables.main import NFTables
-except ImportError:
-    NFTables = None
+from ansible_collections.aifabric.lab.plugins.module_utils._conntrack_track_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(accounting=dict(type="bool", default=True),
-                           state=dict(type="str", default="present", choices=["present", "absent"])),
-        supports_check_mode=True,
-    )
-    require_pyroute2(module)
-    run_tracking(module, NFTables)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

@@ -106,26 +106,11 @@ fabric_counters:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric.module import run_paths
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import FABRIC_ARGS
-from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, netns, require_pyroute2
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.paths_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(FABRIC_ARGS, flows=dict(type="list", elements="dict", default=[], options=dict(
-            id=dict(type="str"),
-            src=dict(type="str", required=True),
-            dst=dict(type="str", required=True),
-            sport=dict(type="int", required=True),
-            dport=dict(type="int", required=True),
-            proto=dict(type="str", default="tcp", choices=["tcp", "udp"]),
-        )), counters=dict(type="bool", default=False), step=dict(type="str"),
-            label=dict(type="str", default="before", choices=["before", "after"])),
-        supports_check_mode=True,
-    )
-    require_pyroute2(module)
-    run_paths(module, netns, IPRoute)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

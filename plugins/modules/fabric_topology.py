@@ -106,19 +106,11 @@ stopped_processes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric.module import run_topology
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import FABRIC_ARGS
-from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, netns, require_pyroute2
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.topology_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(FABRIC_ARGS, state=dict(type="str", default="present", choices=["present", "absent"]),
-                           state_dir=dict(type="path", default="/run/aifabric-lab")),
-        supports_check_mode=True,
-    )
-    require_pyroute2(module)
-    run_topology(module, netns, IPRoute)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

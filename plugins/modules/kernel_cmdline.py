@@ -92,60 +92,12 @@ update_command:
   sample: [update-grub]
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._cmdline import (
-    UPDATE,
-    CmdlineError,
-    edit,
-    find_config,
-    read_config,
-    render_config,
-    running_has,
-    validate,
-    validate_variable,
-)
+from ansible_collections.aifabric.lab.plugins.module_utils._kernel_cmdline_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            args=dict(type="list", elements="str", required=True),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            path=dict(type="path"),
-            variable=dict(type="str", default="GRUB_CMDLINE_LINUX"),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    try:
-        validate(p["args"])
-        validate_variable(p["variable"])
-        path = find_config(path=p["path"])
-        lines, index, words = read_config(path, p["variable"])
-    except CmdlineError as exc:
-        module.fail_json(msg=str(exc))
-    new = edit(words, p["args"], p["state"])
-    before, after = render_config(path, p["variable"], lines, index, words), render_config(
-        path, p["variable"], lines, index, new)
-    changed = new != words
-    if changed and not module.check_mode:
-        module.atomic_move(_tmp(module, after), path)
-    update = UPDATE.get(os.path.basename(path), [])
-    result = dict(changed=changed, path=path, args=new, update_command=update,
-                  reboot_required=not running_has(p["args"], p["state"]))
-    if module._diff:
-        result["diff"] = {"before": before, "after": after, "before_header": path, "after_header": path}
-    module.exit_json(**result)
-
-
-def _tmp(module, text):
-    fd, tmp = tempfile.mkstemp(dir=module.tmpdir)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    return tmp
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

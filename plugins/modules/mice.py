@@ -115,39 +115,11 @@ time_p99_ms:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._mice import MiceError, generate, serve
-from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, parse_size
+from ansible_collections.aifabric.lab.plugins.module_utils._mice_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            role=dict(type="str", required=True, choices=["client", "server"]),
-            address=dict(type="str", required=True),
-            port=dict(type="int", default=18700),
-            duration=dict(type="float", default=10.0),
-            rate=dict(type="float", default=200.0),
-            size_min=dict(type="str", default="1KB"),
-            size_max=dict(type="str", default="1MB"),
-            alpha=dict(type="float", default=1.2),
-            seed=dict(type="int", default=0),
-            workers=dict(type="int", default=8),
-            source=dict(type="str"),
-        ),
-        supports_check_mode=False,
-    )
-    p = module.params
-    try:
-        if p["role"] == "server":
-            result = serve(p["address"], p["port"], p["duration"])
-        else:
-            result = generate(p["address"], p["port"], p["rate"], p["duration"],
-                              size_min=parse_size(p["size_min"], "size_min"),
-                              size_max=parse_size(p["size_max"], "size_max"), alpha=p["alpha"], seed=p["seed"],
-                              workers=p["workers"], source=p["source"])
-    except (MiceError, UnitError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=True, **result)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

@@ -147,32 +147,11 @@ stopped_processes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology import run
-from ansible_collections.aifabric.lab.plugins.module_utils._owner import OWNER_OPTIONS
-from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, netns, require_pyroute2
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_topology_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            switch_namespace=dict(type="str", required=True),
-            bridge=dict(type="str", default="br0"),
-            mtu=dict(type="int", default=9000),
-            hosts=dict(type="list", elements="dict", required=True, options=dict(
-                namespace=dict(type="str", required=True),
-                interface=dict(type="str", default="eth0"),
-                port=dict(type="str", required=True),
-                address=dict(type="str", required=True),
-            )),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            process_grace=dict(type="float", default=6.0),
-            state_dir=dict(type="path", default="/run/aifabric-lab"),
-            owner=dict(type="dict", options=OWNER_OPTIONS),
-        ),
-        supports_check_mode=True,
-    )
-    require_pyroute2(module)
-    run(module, netns, IPRoute)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

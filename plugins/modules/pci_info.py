@@ -105,25 +105,11 @@ vfio:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._pci import PciError, PciSysfs, iommu_state
+from ansible_collections.aifabric.lab.plugins.module_utils._pci_info_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(devices=dict(type="list", elements="str"), network_only=dict(type="bool", default=False)),
-        supports_check_mode=True,
-    )
-    sysfs = PciSysfs()
-    try:
-        wanted = sysfs.resolve(module.params["devices"]) if module.params["devices"] else sysfs.addresses()
-    except PciError as exc:
-        module.fail_json(msg=str(exc))
-    devices = {bdf: sysfs.device(bdf) for bdf in wanted}
-    if module.params["network_only"]:
-        devices = {k: v for k, v in devices.items() if (v["class"] or "").startswith("0x02")}
-    vfio = [{"address": k, "iommu_group": v["iommu_group"], "vfio_device": "/dev/vfio/%s" % v["iommu_group"]}
-            for k, v in devices.items() if v["driver"] == "vfio-pci"]
-    module.exit_json(changed=False, devices=devices, iommu=iommu_state(), vfio=vfio)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

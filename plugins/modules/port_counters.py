@@ -113,37 +113,11 @@ counters:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._counters import snapshot
-from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, require_pyroute2
-from ansible_collections.aifabric.lab.plugins.module_utils._tc import ShapeError
+from ansible_collections.aifabric.lab.plugins.module_utils._port_counters_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            rdma_devices=dict(type="list", elements="str"),
-            netdevs=dict(type="list", elements="str", default=[]),
-            qdiscs=dict(type="list", elements="str", default=[]),
-            label=dict(type="str"),
-            interface=dict(type="str"),
-            engine=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    if params["qdiscs"]:
-        require_pyroute2(module)
-    try:
-        if params["qdiscs"]:
-            with IPRoute() as ipr:
-                counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"], qdiscs=params["qdiscs"],
-                                    ipr=ipr)
-        else:
-            counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"])
-    except (KeyError, ShapeError) as exc:
-        module.fail_json(msg=str(exc).strip('"'))
-    module.exit_json(changed=False, counters=counters,
-                     **{k: params[k] for k in ("label", "interface", "engine") if params[k]})
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

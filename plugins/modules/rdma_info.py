@@ -78,40 +78,12 @@ reason:
   type: str
 """
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.respawn import has_respawned, probe_interpreters_for_module, respawn_module
-
-try:
-    import pyverbs.device as pyverbs_device
-except ImportError:
-    pyverbs_device = None
-    PYVERBS_IMPORT_ERROR = traceback.format_exc()
-else:
-    PYVERBS_IMPORT_ERROR = None
-
-from ansible_collections.aifabric.lab.plugins.module_utils._rdma_info import PyverbsAdapter, devices_present, gather
-
-SYSTEM_PYTHONS = ["/usr/bin/python3", "/usr/libexec/platform-python", "/usr/bin/python"]
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.aifabric.lab.plugins.module_utils._rdma_info_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(devices=dict(type="list", elements="str")), supports_check_mode=True)
-    if not devices_present():
-        module.exit_json(changed=False, **gather(None))
-    if pyverbs_device is None:
-        if not has_respawned():
-            interpreter = probe_interpreters_for_module(SYSTEM_PYTHONS, "pyverbs")
-            if interpreter:
-                respawn_module(interpreter)
-        module.fail_json(msg=missing_required_lib("pyverbs", reason="to query the RDMA devices (Debian: apt install "
-                                                  "python3-pyverbs)"), exception=PYVERBS_IMPORT_ERROR)
-    try:
-        facts = gather(PyverbsAdapter(pyverbs_device), devices=module.params["devices"])
-    except KeyError as exc:
-        module.fail_json(msg=str(exc).strip('"'))
-    module.exit_json(changed=False, **facts)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

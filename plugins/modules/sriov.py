@@ -164,11 +164,11 @@ changes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._sriov_module import ARGUMENT_SPEC, run_module
+from ansible_collections.aifabric.lab.plugins.module_utils._sriov_module import module_args, run_module
 
 
 def main():
-    run_module(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

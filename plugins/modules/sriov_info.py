@@ -48,11 +48,11 @@ pfs:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._sriov_module import run_info
+from ansible_collections.aifabric.lab.plugins.module_utils._sriov_info_module import module_args, run_module
 
 
 def main():
-    run_info(AnsibleModule(argument_spec=dict(pfs=dict(type="list", elements="str")), supports_check_mode=True))
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

@@ -209,36 +209,11 @@ counters:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._owner import OWNER_OPTIONS
-from ansible_collections.aifabric.lab.plugins.module_utils._pyroute2 import IPRoute, require_pyroute2
-from ansible_collections.aifabric.lab.plugins.module_utils._tc import run
+from ansible_collections.aifabric.lab.plugins.module_utils._tc_shape_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            device=dict(type="str", required=True),
-            direction=dict(type="str", default="egress", choices=["egress", "ingress"]),
-            qdisc=dict(type="str", default="htb", choices=["htb", "tbf"]),
-            rate=dict(type="str"),
-            burst=dict(type="str"),
-            latency=dict(type="float", default=0.05),
-            fair_share_sources=dict(type="list", elements="str", default=[]),
-            fair_share_destinations=dict(type="list", elements="str", default=[]),
-            ack_priority=dict(type="bool", default=False),
-            fair_share_ports=dict(type="int"),
-            ifb_device=dict(type="str"),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            state_dir=dict(type="path", default="/run/aifabric-lab"),
-            owner=dict(type="dict", options=OWNER_OPTIONS),
-        ),
-        required_if=[("state", "present", ("rate",))],
-        mutually_exclusive=[("fair_share_sources", "fair_share_destinations")],
-        supports_check_mode=True,
-    )
-    require_pyroute2(module)
-    with IPRoute() as ipr:
-        run(module, ipr)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

@@ -128,26 +128,11 @@ shaper:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._owner import OWNER_OPTIONS
-from ansible_collections.aifabric.lab.plugins.module_utils._throttle_module import run_module
+from ansible_collections.aifabric.lab.plugins.module_utils._throttle_module import module_args, run_module
 
 
 def main():
-    run_module(AnsibleModule(
-        argument_spec=dict(
-            rate=dict(type="str"),
-            engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
-            rdma_device=dict(type="str"),
-            interface=dict(type="str", default="eth0"),
-            peers=dict(type="list", elements="str", default=[]),
-            mechanism=dict(type="str", default="auto", choices=["auto", "tc", "vf_rate", "perftest_sw"]),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            state_dir=dict(type="path", default="/run/aifabric-lab"),
-            owner=dict(type="dict", options=OWNER_OPTIONS),
-        ),
-        required_if=[("state", "present", ("rate",))],
-        supports_check_mode=True,
-    ))
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

@@ -199,11 +199,11 @@ iommu:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._vfio_module import ARGUMENT_SPEC, run_module
+from ansible_collections.aifabric.lab.plugins.module_utils._vfio_pci_module import module_args, run_module
 
 
 def main():
-    run_module(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

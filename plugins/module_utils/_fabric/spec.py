@@ -16,8 +16,8 @@ from .._link import link_name
 from .._netns_enter import valid_name
 from .._units import UnitError, format_rate, parse_rate
 
-__all__ = ["FABRIC_ARGS", "FabricError", "HASHES", "BRIDGE", "PORT_BUCKETS", "link_names", "link_table", "shapers",
-           "validate"]
+__all__ = ["FABRIC_ARGS", "FabricError", "HASHES", "BRIDGE", "PORT_BUCKETS", "fabric_params", "link_names",
+           "link_table", "shapers", "validate"]
 
 FABRIC_ARGS = dict(
     leaves=dict(type="list", elements="dict", required=True, options=dict(
@@ -44,6 +44,11 @@ FABRIC_ARGS = dict(
     host_rate=dict(type="str"),
     uplink_rate=dict(type="str"),
 )
+
+
+def fabric_params(params):
+    """The fabric's description among a module's parameters (the ``FABRIC_ARGS`` options), for ``validate``."""
+    return {key: params.get(key) for key in FABRIC_ARGS}
 
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")

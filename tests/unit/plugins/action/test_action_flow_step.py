@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """The flow_step action's progress display: the line it prints, and when it asks (the queries themselves run against
-real step processes in tests/unit/plugins/module_utils/test_flow_step.py and the barrier_e2e integration target)."""
+real step processes in tests/unit/plugins/module_utils/_flow/test_flow_step.py and the barrier_e2e integration
+target)."""
 from __future__ import annotations
 
 from ansible_collections.aifabric.lab.plugins.action import flow_step as action

@@ -211,20 +211,13 @@ def netns_scanner(tmp_path, kernel, **kw):
     return scanner(tmp_path, ipr=kernel, **kw)
 
 
-class Module:
-    check_mode = False
-
-    def warn(self, msg):
-        pass
-
-
 def tc(kernel, state_dir, maker="throttle", **kw):
     args = {"device": "eth0", "direction": "egress", "qdisc": "htb", "rate": "2gbit", "burst": None,
             "latency": 0.05, "fair_share_sources": [], "fair_share_destinations": [], "ack_priority": True,
             "fair_share_ports": None, "ifb_device": None, "state": "present",
             "state_dir": str(state_dir) if state_dir is not None else None, "owner": None}
     args.update(kw)
-    return shape(Module(), kernel, args, maker=maker)
+    return shape(kernel, args, maker=maker)
 
 
 def test_a_shaper_of_a_gone_owner_is_removed_a_live_ones_and_foreign_qdiscs_are_not(tmp_path, children):
@@ -438,67 +431,3 @@ def test_in_a_lab_up_on_purpose_its_shapers_stay_and_an_ownerless_throttle_is_an
     assert found["eth0 htb 2gbit"].action == "removed" and Shaper(kernel, "eth0").read()["default"]
     assert Shaper(kernel, "p-sink").marked() and kernel.link_lookup("ifb-p-w1")
     assert changed
-
-
-# ------------------------------------------------------------------ the module's glue
-class Done(Exception):
-    pass
-
-
-class AnsibleModuleLike:
-    def __init__(self, params, check_mode=False, diff=True):
-        self.params = dict({"remove": False, "state_dir": None, "owner": None, "unowned": "keep", "results": "move",
-                            "min_age": 900.0, "grace": 5.0}, **params)
-        self.check_mode, self._diff = check_mode, diff
-        self.warnings, self.result = [], None
-
-    def warn(self, msg):
-        self.warnings.append(msg)
-
-    def exit_json(self, **kw):
-        self.result = kw
-        raise Done()
-
-    def fail_json(self, **kw):
-        self.result = dict(kw, failed=True)
-        raise Done()
-
-
-def test_the_module_lists_then_removes_and_says_what_with_a_diff(tmp_path, monkeypatch, children):
-    from ansible_collections.aifabric.lab.plugins.module_utils import _leftovers_module
-
-    monkeypatch.setattr(_leftovers_module, "IPRoute", None)  # the files only: this test touches no qdisc of the host
-    write(tmp_path / ("step-%s-worker1.pid" % RUN), {"pid": dead_pid(children), "run": RUN, "started_at": 1.0})
-    write(tmp_path / ("step-%s-worker1.json" % RUN), {"host": "worker1"}, age=3600)
-    module = AnsibleModuleLike({"state_dir": str(tmp_path)}, check_mode=True)
-    with pytest.raises(Done):
-        _leftovers_module.run_module(module)
-    listed = module.result
-    assert not listed["changed"] and listed["summary"]["would_remove"] == 2 and listed["summary"]["removed"] == 0
-    assert [i["action"] for i in listed["leftovers"]] == ["would remove", "would move"]
-    assert listed["table"][0].split()[:2] == ["kind", "name"] and "pyroute2 is not installed" in module.warnings[0]
-    assert "pidfile step-%s-worker1 (owner none): stale: pid" % RUN in listed["diff"]["before"]
-    assert listed["diff"]["after"] == ""
-    module = AnsibleModuleLike({"state_dir": str(tmp_path), "remove": True})
-    with pytest.raises(Done):
-        _leftovers_module.run_module(module)
-    assert module.result["changed"] and module.result["summary"]["removed"] == 2
-    module = AnsibleModuleLike({"state_dir": str(tmp_path), "remove": True})
-    with pytest.raises(Done):
-        _leftovers_module.run_module(module)
-    assert not module.result["changed"] and module.result["leftovers"] == [] and module.result["table"] == [
-        "no leftovers"]
-
-
-@pytest.mark.parametrize("params,message", [
-    ({"min_age": -1.0}, "min_age: -1.0 is negative"),
-    ({"owner": {"id": "x", "controller": {"host": "c", "pid": 1}, "lease_until": float("inf")}},
-     "owner.lease_until: inf"),
-])
-def test_the_module_refuses_bad_options(tmp_path, params, message):
-    from ansible_collections.aifabric.lab.plugins.module_utils import _leftovers_module
-
-    module = AnsibleModuleLike(dict(params, state_dir=str(tmp_path)))
-    with pytest.raises(Done):
-        _leftovers_module.run_module(module)
-    assert module.result["failed"] and message in module.result["msg"]

@@ -13,7 +13,6 @@ import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils import _netns_enter
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step as _step
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step_module
-from ansible_collections.aifabric.lab.plugins.module_utils._flow.daemon import gather
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowError
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import alive
 
@@ -51,7 +50,7 @@ def two_hosts():
 
 def in_namespace(name, work):
     """``work()``'s JSON result, run in a forked child inside ``name`` (as the step module's parts are)."""
-    return gather(*_step._in_namespace(name, lambda _fd: work()))
+    return _netns_enter.gather(*_netns_enter.fork_in_namespace(name, lambda _fd: work()))
 
 
 def test_a_forked_process_enters_the_namespace_with_its_own_sys(two_hosts):

@@ -38,7 +38,9 @@ def test_on_this_machine_the_controller_must_be_the_same_process():
     try:
         mine = owner_record("exp", 300, pid=child.pid, now=NOW)
         machine = _owner.this_machine()
-        assert mine["controller"]["host"] == machine["host"] and mine["controller"]["start_ticks"] is not None
+        with open("/proc/%d/stat" % child.pid) as handle:
+            start_ticks = int(handle.read().rsplit(")", 1)[1].split()[19])  # field 22 (after "(comm)": 3, 4, ...)
+        assert mine["controller"]["host"] == machine["host"] and mine["controller"]["start_ticks"] == start_ticks
         live, why = liveness(mine, now=NOW + 1, machine=machine)
         assert live and why.startswith("its controller (pid %d) runs on this machine" % child.pid)
         # the same PID with another start time is a later process: not the controller

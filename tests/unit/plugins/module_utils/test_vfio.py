@@ -274,7 +274,7 @@ class Links:
 def test_net_use_walks_ifla_link_and_ifla_master_but_not_a_veth_peer(tmp_path):
     import socket
 
-    from ansible_collections.aifabric.lab.plugins.module_utils._vfio_module import net_use, netlink_lowers
+    from ansible_collections.aifabric.lab.plugins.module_utils._vfio import net_use, netlink_lowers
 
     links = [_link(1, "lo"), _link(2, "pass0"), _link(3, "bond0", "bond"), _link(4, "eth1", master=3),
              _link(5, "bond0.7", "vlan", link=3), _link(6, "ipvl0", "ipvlan", link=5),

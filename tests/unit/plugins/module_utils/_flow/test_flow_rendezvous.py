@@ -157,11 +157,83 @@ def test_each_party_gets_the_instant_in_its_own_clock():
     assert record["parties"]["a"]["offset_s"] == pytest.approx(0.0, abs=0.2)
     at = record["fire"]["at"]
     assert seen_a["fire"]["at_coordinator"] == seen_b["fire"]["at_coordinator"] == at
-    assert seen_b["fire"]["at"] - at == pytest.approx(record["parties"]["b"]["offset_s"], abs=1e-6)
+    assert seen_b["fire"]["at"] - seen_a["fire"]["at"] == pytest.approx(5.0, abs=0.2)  # b's clock is 5 s ahead
     assert seen_a["acked"] and seen_b["acked"]
     assert seen_a["durable"] is False  # no store: acknowledged, kept in memory only
     assert record["hosts"] == {"a": {"host": "a", "clients": []}, "b": {"host": "b", "clients": []}}
     assert record["rejected"] == [] and record["rejected_total"] == 0
+
+
+class StillClock:
+    """A monotonic clock that stands still until a party moves it forward (never back): a probe round's fan-out is
+    then exactly what the parties say it is."""
+
+    def __init__(self, now=100.0):
+        self.now = now
+        self.lock = threading.Lock()
+
+    def __call__(self):
+        return self.now
+
+    def advance_to(self, instant):
+        with self.lock:
+            self.now = max(self.now, instant)
+
+
+def probed_party(port, name, clock, answers):
+    """A party that answers probe round ``seq`` once the still clock reads ``answers[seq]``; returns what it saw."""
+    seen = {}
+
+    def run():
+        party = Party(ADDR, port, TOKEN, name)
+        try:
+            party.connect(time.monotonic() + 10)
+            party.send("armed", t=time.time(), flows=[name])
+            while "fire" not in seen:
+                msg = party.channel.recv(10)
+                if msg is None or msg["op"] == "abort":
+                    seen["abort"] = msg
+                    return
+                if msg["op"] == "ping":
+                    clock.advance_to(answers[msg["seq"]])  # before the pong: the coordinator reads it after
+                    party.send("pong", seq=msg["seq"], t=time.time())
+                elif msg["op"] == "fire":
+                    seen["fire"] = msg
+            seen["acked"] = party.report({"host": name, "clients": []})
+        finally:
+            party.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, seen
+
+
+def test_the_margin_is_three_times_the_slowest_probe_round_plus_a_millisecond():
+    """Fan-outs set by hand. The clock reads 100.000 when round 1's pings go; a answers it 2 ms later, b 5 ms later:
+    round 1 takes 5 ms, and round 2's pings go at 100.005. There a answers after 10 ms (100.015), b after 1 ms: 10 ms.
+    Round 3 starts at 100.015: a after 4 ms, b after 7 ms (100.022): 7 ms. The slowest round is 10 ms, so the margin
+    is 3 x 10 ms + 1 ms = 31 ms, and the instant lies 31 ms after the coordinator decided it."""
+    clock = StillClock(100.0)
+    sock = listener()
+    coord = Coordinator(sock, TOKEN, ["a", "b"], clock() + 15.0, timeout=5.0, grace=2.0, wait_for_controller=False,
+                        monotonic=clock)
+    out = {}
+    thread = threading.Thread(target=lambda: out.update(record=coord.run()), daemon=True)
+    thread.start()
+    port = sock.getsockname()[1]
+    ta, seen_a = probed_party(port, "a", clock, {1: 100.002, 2: 100.015, 3: 100.019})
+    tb, seen_b = probed_party(port, "b", clock, {1: 100.005, 2: 100.006, 3: 100.022})
+    for t in (ta, tb, thread):
+        t.join(20)
+    assert not thread.is_alive(), "the coordinator did not end"
+    record = out["record"]
+    assert record["status"] == "ok", record["error"]
+    fire = record["fire"]
+    assert fire["probe_fanout_s"] == [0.005, 0.01, 0.007]
+    assert fire["margin_s"] == 0.031
+    assert fire["at"] - fire["decided_at"] == pytest.approx(0.031, abs=1e-6)  # the wall clock: ulps of 2.4e-7
+    assert seen_a["fire"]["margin_s"] == seen_b["fire"]["margin_s"] == 0.031
+    assert seen_a["acked"] and seen_b["acked"]
 
 
 def test_a_fixed_instant_ignores_the_offsets():

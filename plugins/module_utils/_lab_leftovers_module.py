@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lab_leftovers module's body: check the options, scan (and remove) with _leftovers.Scanner, report."""
+"""The lab_leftovers module's glue: its arguments, and ``run_module`` (the options checked, a scan (and removal) by
+``_leftovers.Scanner``, the report)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,21 @@ from ._owner import OWNER_OPTIONS, OwnerError, this_machine
 from ._owner import validate as validate_owner
 from ._pyroute2 import IPRoute, netns
 
-ARGUMENT_SPEC = dict(
-    remove=dict(type="bool", default=False),
-    state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
-    owner=dict(type="dict", options=OWNER_OPTIONS),
-    unowned=dict(type="str", default="keep", choices=["keep", "remove"]),
-    results=dict(type="str", default="move", choices=["move", "delete", "keep"]),
-    min_age=dict(type="float", default=900.0),
-    grace=dict(type="float", default=10.0),
-)
+
+def module_args():
+    """AnsibleModule's keyword arguments for lab_leftovers."""
+    return dict(
+        argument_spec=dict(
+            remove=dict(type="bool", default=False),
+            state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
+            owner=dict(type="dict", options=OWNER_OPTIONS),
+            unowned=dict(type="str", default="keep", choices=["keep", "remove"]),
+            results=dict(type="str", default="move", choices=["move", "delete", "keep"]),
+            min_age=dict(type="float", default=900.0),
+            grace=dict(type="float", default=10.0),
+        ),
+        supports_check_mode=True,
+    )
 
 
 def _line(item):

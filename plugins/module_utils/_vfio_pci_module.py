@@ -1,87 +1,33 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The vfio_pci module's body: argument spec, netlink view of what the host uses, plan, apply with rollback."""
+"""The vfio_pci module's glue: its arguments, and ``run_module`` (what the host uses, ``_vfio.net_use``; the plan,
+``_vfio.VfioBinder``; apply with rollback)."""
 
 from __future__ import annotations
 
 import os
-import socket
 
 from ._pci import PciError, PciSysfs, hostdev_xml, iommu_state
-from ._pyroute2 import IPRoute, nla, require_pyroute2
-from ._vfio import NetUse, VfioBinder, container_check, sysfs_lowers
-
-ARGUMENT_SPEC = dict(
-    devices=dict(type="list", elements="str", required=True),
-    state=dict(type="str", default="bound", choices=["bound", "unbound"]),
-    group=dict(type="str", default="refuse", choices=["refuse", "bind_all"]),
-    force=dict(type="bool", default=False),
-    persistent=dict(type="bool", default=False),
-    driver=dict(type="str"),
-    verify=dict(type="bool", default=True),
-    timeout=dict(type="float", default=30.0),
-)
+from ._pyroute2 import IPRoute, require_pyroute2
+from ._vfio import VfioBinder, container_check, net_use
 
 
-# a veth's IFLA_LINK names its peer, not a device under it
-_NOT_STACKED = ("veth", "netkit")
-
-
-def netlink_lowers(links):
-    """``{upper: {lower}}`` from RTM_NEWLINK messages: IFLA_LINK (the parent of a VLAN, macvlan/macvtap, ipvlan or
-    tunnel, in this namespace) and IFLA_MASTER (a bond's slaves, a bridge's ports)."""
-    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in links}
-    out = {}
-    for link in links:
-        name = nla(link, "IFLA_IFNAME")
-        info = nla(link, "IFLA_LINKINFO")
-        kind = nla(info, "IFLA_INFO_KIND") if info else None
-        parent = nla(link, "IFLA_LINK")
-        if (parent and parent != link["index"] and parent in names and kind not in _NOT_STACKED
-                and nla(link, "IFLA_LINK_NETNSID") is None):
-            out.setdefault(name, set()).add(names[parent])
-        master = nla(link, "IFLA_MASTER")
-        if master in names:
-            out.setdefault(names[master], set()).add(name)
-    return out
-
-
-def net_use(ipr, environ=None, root="/"):
-    """NetUse from netlink and sysfs: default-route devices, the device holding the SSH server address, busy devices,
-    and what is stacked on what (so the parent of a VLAN that carries the management address is protected too)."""
-    environ = os.environ if environ is None else environ
-    links = list(ipr.get_links())
-    names = {link["index"]: nla(link, "IFLA_IFNAME") for link in links}
-    default = set()
-    for family in (socket.AF_INET, socket.AF_INET6):
-        for route in ipr.get_default_routes(family=family):
-            oif = nla(route, "RTA_OIF")
-            if oif in names:
-                default.add(names[oif])
-            for hop in nla(route, "RTA_MULTIPATH") or []:
-                if hop.get("oif") in names:
-                    default.add(names[hop["oif"]])
-    ssh = set()
-    server = (environ.get("SSH_CONNECTION") or "").split()
-    addrs = list(ipr.get_addr())
-    if len(server) >= 3:
-        for addr in addrs:
-            if server[2] in (nla(addr, "IFA_ADDRESS"), nla(addr, "IFA_LOCAL")):
-                ssh.add(names.get(addr["index"]))
-    active = {}
-    for addr in addrs:
-        name = names.get(addr["index"])
-        if addr.get("scope", 0) == 0 and name and name != "lo":
-            active.setdefault(name, "up with address %s" % nla(addr, "IFA_ADDRESS"))
-    for link in links:
-        master = nla(link, "IFLA_MASTER")
-        if master:
-            active[nla(link, "IFLA_IFNAME")] = "enslaved to %s" % names.get(master, master)
-    lowers = netlink_lowers(links)
-    for upper, found in sysfs_lowers(root).items():
-        lowers.setdefault(upper, set()).update(found)
-    return NetUse(default_route=default, ssh=ssh, active=active, lowers=lowers)
+def module_args():
+    """AnsibleModule's keyword arguments for vfio_pci."""
+    return dict(
+        argument_spec=dict(
+            devices=dict(type="list", elements="str", required=True),
+            state=dict(type="str", default="bound", choices=["bound", "unbound"]),
+            group=dict(type="str", default="refuse", choices=["refuse", "bind_all"]),
+            force=dict(type="bool", default=False),
+            persistent=dict(type="bool", default=False),
+            driver=dict(type="str"),
+            verify=dict(type="bool", default=True),
+            timeout=dict(type="float", default=30.0),
+        ),
+        supports_check_mode=True,
+    )
 
 
 def _diff(devices, state):

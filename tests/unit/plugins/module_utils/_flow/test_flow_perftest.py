@@ -16,7 +16,8 @@ from ansible_collections.aifabric.lab.plugins.module_utils._flow.perftest_cli im
     supports_bind,
 )
 
-FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+FIX = os.path.join(os.path.dirname(__file__), "fixtures")  # perftest's outputs, captured
+SYSFS = os.path.join(os.path.dirname(__file__), "..", "fixtures", "sysfs")  # captured hosts' sysfs, shared
 MIB = 2**20 * 8 / 1e9
 
 
@@ -125,19 +126,19 @@ def test_unreadable_json(text):
 
 
 def test_gid_index_from_the_lab_address_on_rxe():
-    assert find_gid_index("rxe0", 1, "198.18.100.1", root=os.path.join(FIX, "sysfs", "rxe")) == 1
+    assert find_gid_index("rxe0", 1, "198.18.100.1", root=os.path.join(SYSFS, "rxe")) == 1
 
 
 @pytest.mark.parametrize("address, index", [("198.18.0.11", 3), ("2001:db8::b", 5)])
 def test_gid_index_prefers_roce_v2_on_connectx6(address, index):
-    assert find_gid_index("mlx5_0", 1, address, root=os.path.join(FIX, "sysfs", "cx6")) == index
+    assert find_gid_index("mlx5_0", 1, address, root=os.path.join(SYSFS, "cx6")) == index
 
 
 def test_gid_index_errors_list_the_table():
     with pytest.raises(PerftestError, match=r"no GID of rxe0 port 1 carries 198.18.100.9; its GIDs: 0=fe80::"):
-        find_gid_index("rxe0", 1, "198.18.100.9", root=os.path.join(FIX, "sysfs", "rxe"))
+        find_gid_index("rxe0", 1, "198.18.100.9", root=os.path.join(SYSFS, "rxe"))
     with pytest.raises(PerftestError, match="no RDMA device mlx5_9"):
-        find_gid_index("mlx5_9", 1, "198.18.0.11", root=os.path.join(FIX, "sysfs", "cx6"))
+        find_gid_index("mlx5_9", 1, "198.18.0.11", root=os.path.join(SYSFS, "cx6"))
 
 
 def test_argv_client_and_server():
@@ -256,7 +257,7 @@ def test_listen_fails_on_a_taken_port_in_the_modules_process(tmp_path, monkeypat
     _fake_tool(tmp_path, monkeypatch, "26.04_help_excerpt.txt")
     real = _rdma_sysfs.require
     monkeypatch.setattr(perftest._rdma, "require", lambda wanted, parameter: real(
-        wanted, root=os.path.join(FIX, "sysfs", "rxe"), parameter=parameter))
+        wanted, root=os.path.join(SYSFS, "rxe"), parameter=parameter))
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen(1)

@@ -110,17 +110,17 @@ def test_every_flow_fires_at_the_instant_and_the_record_says_how(lab_factory):
     record = lab.collect()
     assert record["status"] == "ok", record.get("error")
     fire = record["fire"]
-    # the margin is measured: three times the slowest probe round, plus a millisecond
-    assert len(fire["probe_fanout_s"]) == 3
-    assert fire["margin_s"] == pytest.approx(3 * max(fire["probe_fanout_s"]) + 0.001, abs=2e-6)
-    assert fire["at"] >= fire["decided_at"] and fire["at"] >= fire["armed_last_at"]
+    # the margin was measured (three probe rounds; its formula is checked against fan-outs set by hand in
+    # test_flow_rendezvous.py), and the instant it gave lies after every host armed
+    assert len(fire["probe_fanout_s"]) == 3 and all(f > 0 for f in fire["probe_fanout_s"])
+    assert fire["at"] > fire["decided_at"] and fire["at"] > fire["armed_last_at"]
     assert set(record["hosts"]) == {"sink", "w1", "w2", "w3"}
     flows = {c["flow_id"]: c for h in ("w1", "w2", "w3") for c in record["hosts"][h]["clients"]}
     assert sorted(flows) == ["w1", "w2", "w3a", "w3b"]
     for flow in flows.values():
         assert flow["status"] == "ok", flow["error"]
-        assert flow["late_s"] >= 0 and flow["start"] >= flow["start_at"]
-        assert flow["completion_s"] == pytest.approx(flow["last_byte_acked"] - flow["start_at"], abs=1e-5)
+        assert flow["start"] >= flow["start_at"]
+        assert flow["completion_s"] >= flow["duration_s"] > 0  # from the instant, which is not after the start
         assert flow["fire_ahead_s"] is not None
     assert flows["w2"]["streams"] == 2 and flows["w3b"]["bytes"] == 10**7
     server = record["hosts"]["sink"]["servers"][0]

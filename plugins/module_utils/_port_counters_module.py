@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aifabric.lab contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The port_counters module's glue: its arguments, and ``run_module`` (one snapshot of the wire's counters,
+``_counters.snapshot``)."""
+
+from __future__ import annotations
+
+from . import _pyroute2
+from ._counters import snapshot
+from ._tc import ShapeError
+
+
+def module_args():
+    """AnsibleModule's keyword arguments for port_counters."""
+    return dict(
+        argument_spec=dict(
+            rdma_devices=dict(type="list", elements="str"),
+            netdevs=dict(type="list", elements="str", default=[]),
+            qdiscs=dict(type="list", elements="str", default=[]),
+            label=dict(type="str"),
+            interface=dict(type="str"),
+            engine=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def run_module(module):
+    params = module.params
+    if params["qdiscs"]:
+        _pyroute2.require_pyroute2(module)
+    try:
+        if params["qdiscs"]:
+            with _pyroute2.IPRoute() as ipr:
+                counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"], qdiscs=params["qdiscs"],
+                                    ipr=ipr)
+        else:
+            counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"])
+    except (KeyError, ShapeError) as exc:
+        module.fail_json(msg=str(exc).strip('"'))
+    module.exit_json(changed=False, counters=counters,
+                     **{k: params[k] for k in ("label", "interface", "engine") if params[k]})
