@@ -76,10 +76,10 @@ def main():
         print("trickle: %d bytes, a byte every 4 s; cut off by the peer: %s" % (n, cut))
         s.close()
     elif kind == "flood":
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
         socks, refused = [], 0
-        for _ in range(2000):
+        for _attempt in range(2000):
             if time.monotonic() > deadline - 3:
                 break
             try:

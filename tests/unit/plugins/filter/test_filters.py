@@ -29,7 +29,7 @@ def test_every_filter_is_registered_once_in_the_file_of_its_concept():
         "history": ["history_baseline", "history_compare", "history_compare_files", "history_compare_text",
                     "history_rebuild", "history_record", "history_runs", "history_table"],
         "netns_lab": ["netns_lab_hosts"],
-        "plan": ["flow_plan", "flow_step_args", "flow_step_batch_args", "throttle_args"],
+        "plan": ["experiment_owner", "flow_plan", "flow_step_args", "flow_step_batch_args", "throttle_args"],
         "report": ["render_run", "report_files", "report_json", "report_text", "run_report"],
         "units": ["rate_bps"]}
     assert sum(len(filters) for filters in BY_FILE.values()) == len(F)  # no name in two files
@@ -84,3 +84,15 @@ def test_a_plan_whose_hosts_are_not_namespaces_has_no_batch():
     assert plan["batch_start"] is False
     with pytest.raises(AnsibleFilterError, match="start each host's part on the host"):
         F["flow_step_batch_args"](plan, "s", "t")
+
+
+def test_the_owner_of_an_experiment_is_this_process_with_a_lease_as_long_as_its_steps():
+    from ansible_collections.aifabric.lab.plugins.module_utils import _proc
+
+    owner = F["experiment_owner"](PLAN, "barrier-1a2b", now=1000.0)
+    # one step of the default arm_timeout 60 s and timeout 120 s, 90 s of grace, plus ten minutes: 870 s
+    assert owner["lease_until"] == 1870.0 and owner["id"] == "barrier-1a2b"
+    # outside an ansible-playbook worker (this test) the controller is this process itself
+    assert owner["controller"]["pid"] == os.getpid() and _proc.same_process(owner["controller"])
+    with pytest.raises(AnsibleFilterError, match="experiment_owner: give the experiment's id"):
+        F["experiment_owner"](PLAN, " ")
