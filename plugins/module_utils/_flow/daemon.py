@@ -1,20 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Forked processes of a module: a daemon detached from it (a background server, a host's step part), and a child
-that reports one JSON result back (a host's part started inside its network namespace).
+"""Forked processes of a module: a daemon detached from it (a background server, a host's step part). A child that
+reports one JSON result back (a host's part started inside its network namespace) is
+``_netns_enter.fork_in_namespace``'s, the one place that fork is written.
 
 ``spawn`` double-forks: the daemon has its own session, / as its directory and stdio on /dev/null, so neither the
 module's exit nor Ansible's connection ends it. The module's process waits only until the daemon has said its PID.
-``fork_reporting`` and ``gather`` run work in a child and read what it returns.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
-__all__ = ["spawn", "fork_reporting", "gather"]
+__all__ = ["spawn"]
 
 
 def _fork_with_pipe(close=()):
@@ -64,39 +63,3 @@ def spawn(body, announce=None, close=()):
     if not said:
         raise OSError("the background process ended before it said its PID (could it write its PID file?)")
     return int(said)
-
-
-def fork_reporting(work, close=()):
-    """Run ``work(write_fd)`` in a forked child, which writes the JSON of what it returns (or ``status: failed`` with
-    the error it raised) to the pipe and exits. Returns (pid, read_fd) for ``gather``. ``write_fd`` is given to
-    ``work`` so that a daemon it starts can close it (else the pipe would stay open as long as the daemon runs)."""
-    pid, read_fd, write_fd = _fork_with_pipe(close)
-    if pid == 0:  # pragma: no cover  (runs in the forked process; covered by the real-namespace tests)
-        try:
-            try:
-                out = work(write_fd)
-            except Exception as exc:  # noqa: BLE001  every failure is reported, none is raised past the fork
-                out = {"status": "failed", "error": str(exc) if isinstance(exc, OSError)
-                       else "%s: %s" % (type(exc).__name__, exc)}
-            data = json.dumps(out).encode()
-            while data:
-                data = data[os.write(write_fd, data):]
-        finally:
-            os._exit(0)
-    return pid, read_fd
-
-
-def gather(pid, read_fd):
-    """What a ``fork_reporting`` child returned (its whole output, then its exit)."""
-    chunks = []
-    while True:
-        chunk = os.read(read_fd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    try:
-        return json.loads(b"".join(chunks))
-    except ValueError:
-        return {"status": "failed", "error": "the forked process ended without a result"}

@@ -43,7 +43,7 @@ from .. import _netns_enter as _netns
 from .._atomic import write_json as write_json_atomic
 from .._counters import snapshot
 from .clock import set_normal, set_realtime, tight_timers
-from .daemon import fork_reporting, gather, spawn
+from .daemon import spawn
 from .engine import FlowSpec, engine_class
 from .rendezvous import Coordinator, Party, RendezvousError, control_abort, control_collect, control_progress
 from .server import owner, pid_record, run_id
@@ -454,12 +454,8 @@ def start(part, state_dir, close=()):
 
 
 def _in_namespace(netns, work, close=()):
-    """``fork_reporting`` of ``work`` inside network namespace ``netns`` (entered in the child)."""
-    def enter_then_work(write_fd):
-        _netns.enter(netns)
-        return work(write_fd)
-
-    return fork_reporting(enter_then_work, close=close)
+    """``work`` run in a forked child inside network namespace ``netns`` (``_netns_enter.fork_in_namespace``)."""
+    return _netns.fork_in_namespace(netns, work, close=close)
 
 
 def start_in_namespaces(parts, state_dir):
@@ -478,7 +474,7 @@ def start_in_namespaces(parts, state_dir):
         children.append(_in_namespace(netns, work, close=[fd for _pid, fd in children]))
     results = []
     for (pid, read_fd), (netns, part) in zip(children, parts):
-        out = gather(pid, read_fd)
+        out = _netns.gather(pid, read_fd)
         out.update(host=part.party, netns=netns)
         results.append(out)
     failed = [r for r in results if r.get("status") != "started"]
@@ -492,7 +488,7 @@ def start_in_namespaces(parts, state_dir):
             acked = control_abort(part.rendezvous["address"], part.rendezvous["port"], part.token, reason)
             return {"status": "aborted" if acked else "failed"}
 
-        if gather(*_in_namespace(netns, abort)).get("status") == "aborted":
+        if _netns.gather(*_in_namespace(netns, abort)).get("status") == "aborted":
             return results
     if failed:
         for (_netns_name, part), result in zip(parts, results):

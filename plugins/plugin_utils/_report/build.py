@@ -110,14 +110,15 @@ def summarize_experiment(experiment, steps):
                     "straggler": (by_name[n].get("straggler") or {}).get("host")} for n in names],
     }
     if experiment.collective:
-        out["collective"] = _collective(experiment.collective.to_dict(), experiment, by_name)
+        out["collective"] = _collective(experiment.collective, experiment, by_name)
     return out
 
 
 def _collective(collective, experiment, by_name):
-    """Each repetition of a collective: its rounds' step times added (each round a barrier; the time between rounds,
-    when Ansible starts the next, is not counted), algbw = size / time, busbw = algbw x nccl-tests' factor, and
-    the straggler's cost against the same collective predicted without the throttles."""
+    """Each repetition of a collective (``collective``: the plan's ``Collective``): its rounds' step times added (each
+    round a barrier; the time between rounds, when Ansible starts the next, is not counted), algbw = size / time,
+    busbw = algbw x nccl-tests' factor, and the straggler's cost against the same collective predicted without the
+    throttles."""
     reps = []
     for i, names in enumerate(experiment.repetitions, 1):
         rounds = [by_name.get(n) for n in names]
@@ -126,8 +127,8 @@ def _collective(collective, experiment, by_name):
         if ok:
             time_s = sum(r["step_s"] for r in rounds)
             rep["time_s"] = round(time_s, 6)
-            rep["algbw_GBps"] = round(collective["size"] / time_s / 1e9, 6)
-            rep["busbw_GBps"] = round(rep["algbw_GBps"] * collective["bus_factor"], 6)
+            rep["algbw_GBps"] = round(collective.size / time_s / 1e9, 6)
+            rep["busbw_GBps"] = round(rep["algbw_GBps"] * collective.bus_factor, 6)
             if all(r.get("predicted_step_s") for r in rounds):
                 rep["predicted_s"] = round(sum(r["predicted_step_s"] for r in rounds), 6)
             if all(r.get("predicted_unthrottled_step_s") for r in rounds):
@@ -137,7 +138,7 @@ def _collective(collective, experiment, by_name):
             rep["idle_share_per_round"] = [mean_idle_share(r["workers"]) or 0.0 for r in rounds]
         reps.append(rep)
     done = [r for r in reps if r["status"] == "ok"]
-    return dict(collective, repetitions=reps, time_s=summary([r["time_s"] for r in done]),
+    return dict(collective.to_dict(), repetitions=reps, time_s=summary([r["time_s"] for r in done]),
                 busbw_GBps=summary([r["busbw_GBps"] for r in done]))
 
 

@@ -140,8 +140,8 @@ class _LeafSpine(Fabric):
         leaf_of = ["leaf%d" % (h // hosts_per_leaf + 1) for h in range(n)]
         names = [link_name(hosts[h], leaf_of[h]) for h in range(n)]
         names += [link_name(leaf_of[h], hosts[h]) for h in range(n)]
-        names += ["leaf%d->spine%d" % (lf + 1, s + 1) for lf in range(leaves) for s in range(spines)]
-        names += ["spine%d->leaf%d" % (s + 1, lf + 1) for lf in range(leaves) for s in range(spines)]
+        names += [link_name("leaf%d" % (lf + 1), "spine%d" % (s + 1)) for lf in range(leaves) for s in range(spines)]
+        names += [link_name("spine%d" % (s + 1), "leaf%d" % (lf + 1)) for lf in range(leaves) for s in range(spines)]
         capacity = np.concatenate([np.full(2 * n, host_rate), np.full(2 * leaves * spines, uplink_rate)])
         super().__init__(hosts, names, capacity, 4)
         self.nonblocking = spines * uplink_rate >= hosts_per_leaf * host_rate

@@ -16,7 +16,6 @@ import time
 import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import rendezvous as _rdv
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import step as _step
-from ansible_collections.aifabric.lab.plugins.module_utils._flow.daemon import fork_reporting, gather
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.rendezvous import (
     Channel,
@@ -31,6 +30,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import p
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.server import run_id as server_run_id
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.state import step_paths, step_results_dir
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import fork_in_namespace, gather
 
 ADDR = "127.0.0.1"
 TOKEN = "tok-rendezvous-1"
@@ -516,7 +516,7 @@ def test_accept_out_of_file_descriptors_is_survived_without_a_busy_loop():
         return {"status": record["status"], "error": record["error"], "rejected": record["rejected"],
                 "accept_errors": record["accept_errors"], "cpu_s": sum(os.times()[:2])}
 
-    child, read_fd = fork_reporting(work)
+    child, read_fd = fork_in_namespace(None, work)
     sock.close()
     crowd = _open_many(port, 60)
     try:
@@ -617,7 +617,7 @@ def test_a_coordinator_killed_after_two_of_three_acks_leaves_both_results_for_co
                     wait_for_controller=False, store=store).run()
         return {"status": "ended"}
 
-    child, read_fd = fork_reporting(work)
+    child, read_fd = fork_in_namespace(None, work)
     sock.close()
     _result_path, pid_path = step_paths(state_dir, run, "a")
     with open(pid_path, "w") as handle:  # what start() writes for the coordinating host's part

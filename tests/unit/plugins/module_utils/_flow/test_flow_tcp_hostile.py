@@ -15,9 +15,9 @@ import time
 
 import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import tcp as _tcp
-from ansible_collections.aifabric.lab.plugins.module_utils._flow.daemon import fork_reporting, gather
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import MAGIC_HELLO, TcpEngine, token_bytes
+from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import fork_in_namespace, gather
 
 ADDR = "127.0.0.1"
 TOKEN = "tok-hostile"
@@ -226,7 +226,7 @@ def test_accept_out_of_file_descriptors_does_not_end_the_server():
         spec = FlowSpec(role="server", address=ADDR, port=port, token=TOKEN, expected_clients=1, timeout=30.0)
         return TcpEngine().serve(spec, sock)
 
-    child, read_fd = fork_reporting(work)
+    child, read_fd = fork_in_namespace(None, work)
     sock.close()
     crowd = _open_many(port, 60)
     try:
