@@ -17,9 +17,9 @@
 # For every run directory, each report file the old code's callback wrote (ORIG) is compared with
 #   OLD  the old tree's re-render (playbooks/render_report.yml, its own venv),
 #   NEW  this tree's re-render (this tree's .venv, else the PATH's ansible-playbook),
-#   NEW@OLDVENV  this tree's re-render with the old venv's ansible-core and Python (a difference NEW has and
-#        NEW@OLDVENV has not comes from the Python or ansible-core, not from the code: sum() of floats is compensated
-#        from Python 3.12).
+#   NEW@OLDVENV  this tree's re-render with the old venv's ansible-core and Python, and OLD@NEWVENV the old tree's
+#        with this tree's (a difference between OLD and NEW that NEW@OLDVENV and OLD@NEWVENV do not have comes from
+#        the Python or ansible-core, not from the code: sum() of floats is compensated from Python 3.12).
 # Every render works on a copy at one path (report.json names its run directory), so the originals are untouched;
 # ORIG is compared after its own path is replaced by that one. Then the history of the original run directories,
 # through each tree's own venv: the filters (history_rebuild, history_runs/history_table, history_compare of every
@@ -73,7 +73,7 @@ report_files() {  # the report files the old callback wrote in DIR (what a rende
 }
 cmp_line() {  # cmp_line LABEL A B: identical, or differs with the first lines of the diff
   if cmp -s "$2" "$3"; then echo "identical  $1"; else
-    echo "DIFFERS    $1"; diff <(head -c 300000 "$2") <(head -c 300000 "$3") | head -12 | sed 's/^/           /'
+    echo "DIFFERS    $1"; diff "$2" "$3" | head -12 | sed 's/^/           /'
     status=1
   fi
 }
@@ -82,12 +82,13 @@ spot=$work/spot
 for r in "${run_dirs[@]}"; do
   label=$(basename "$(dirname "$r")")/$(basename "$r")
   name=$(echo "$label" | tr / _)
-  for variant in old new newold; do
+  for variant in old new newold oldnew; do
     rm -rf "$spot"; mkdir -p "$spot"; cp -a "$r" "$spot/run"
     case $variant in
       old) render "$old" "$old_venv/bin" "$spot/run" ;;
       new) render "$here" "$new_bin" "$spot/run" ;;
       newold) render "$here" "$old_venv/bin" "$spot/run" ;;
+      oldnew) render "$old" "$new_bin" "$spot/run" ;;
     esac
     mkdir -p "$work/$variant"; mv "$spot/run" "$work/$variant/$name"
   done
@@ -102,7 +103,10 @@ for r in "${run_dirs[@]}"; do
     cmp_line "$f: ORIG vs OLD (the old code's callback and its make render)" "$work/orig/$name/$f" "$work/old/$name/$f"
     cmp_line "$f: OLD vs NEW (make render before and after)" "$work/old/$name/$f" "$work/new/$name/$f"
     cmp_line "$f: ORIG vs NEW" "$work/orig/$name/$f" "$work/new/$name/$f"
-    cmp_line "$f: OLD vs NEW@OLDVENV" "$work/old/$name/$f" "$work/newold/$name/$f"
+    cmp_line "$f: OLD vs NEW@OLDVENV (the code alone, on the old Python and ansible-core)" "$work/old/$name/$f" \
+      "$work/newold/$name/$f"
+    cmp_line "$f: OLD@NEWVENV vs NEW (the code alone, on this tree's Python and ansible-core)" \
+      "$work/oldnew/$name/$f" "$work/new/$name/$f"
   done
 done
 
@@ -161,8 +165,13 @@ rm -f "$hist"/*/history.sqlite*
 history_filters "$here" "$old_venv/bin/python" "$hist" "$work/history-newold.txt" > /dev/null \
   || { echo "FAILED   history filters of $here on $old_venv"; status=1; }
 cmp_line "history filters: OLD vs NEW@OLDVENV" "$work/history-old.txt" "$work/history-newold.txt"
+rm -f "$hist/history.sqlite"* "$hist/fresh-history.sqlite"; rm -rf "$hist/compare"
+history_playbooks "$here" "$old_venv/bin" "$hist" "$ids" "$work/compare-newold"
 for f in $(cd "$work/compare-old" && ls); do
-  cmp_line "make compare: compare/$f" "$work/compare-old/$f" "$work/compare-new/$f"
+  cmp_line "make compare: compare/$f: OLD vs NEW@OLDVENV" "$work/compare-old/$f" "$work/compare-newold/$f"
+done
+for f in $(cd "$work/compare-old" && ls); do
+  cmp_line "make compare: compare/$f: OLD vs NEW" "$work/compare-old/$f" "$work/compare-new/$f"
 done
 [ "$(cd "$work/compare-old" && ls)" = "$(cd "$work/compare-new" && ls)" ] || { echo "DIFFERS    make compare: the files written"; status=1; }
 [ $status -eq 0 ] && echo "every report file and the history: the same" || echo "something differs (above)"
