@@ -149,6 +149,9 @@ class _Writer:
     def add_start(self, step, start):
         self._write("add_start", step, start)
 
+    def add_events(self, step, events):
+        self._write("add_events", step, events)
+
     def set_kernel(self, host, kernel):
         self.cb._lab["hosts"][host] = {"kernel": kernel}
         self._write("write_plan", self.cb._experiments, self.cb._lab)
@@ -213,7 +216,8 @@ class CallbackModule(CallbackBase):
         step = args.get("step") or result._task.get_name()
         state = args.get("state") or "started"
         if isinstance(res.get("step"), dict):
-            self._collector.add_step_record(res["step"], fill_only=state == "stopped")
+            self._collector.add_step_record(res["step"], fill_only=state == "stopped",
+                                            coordinator=host if state == "collected" else None)
         if isinstance(res.get("part"), dict) and state == "stopped":
             self._collector.add_part(step, host, res["part"], fill_only=True)
         if not (unreachable or failed or res.get("failed")):

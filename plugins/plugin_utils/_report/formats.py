@@ -43,6 +43,15 @@ def report_markdown(report):
         for g in s.get("gates") or []:
             said = "held" if g["ok"] else "BROKEN" if g["ok"] is False else "not checked"
             out += ["", "**%s, gate %s:** %s" % (_name(s["step"]), said, _cell(g["message"]))]
+        if s.get("refused") is not None:
+            out += ["", "**%s, refused:** %d connection%s (peers that are not the step's): %s" % (
+                _name(s["step"]), s["refused_total"], "" if s["refused_total"] == 1 else "s",
+                "; ".join("%s x%d by %s: %s" % (_name(r["peer"]), r["count"], _name(r["by"]), _cell(r["reason"]))
+                          for r in s["refused"][:8]) or "-")]
+        if s.get("results"):
+            out += ["", "**%s, results:** %s" % (_name(s["step"]), _cell(s["results"]["sentence"]))]
+        for a in s.get("anomalies") or []:
+            out += ["", "**%s, anomaly:** %s" % (_name(s["step"]), _cell(a))]
     for e in report.get("experiments") or []:
         if e["steps"] < 2 and not e.get("collective"):
             continue

@@ -52,11 +52,11 @@ def main():
         error = str(flows.get(host, {}).get("error"))
         assert flows.get(host, {}).get("status") != "ok" and text in error, (host, text, flows.get(host))
         named.append("%s: %s" % (host, error[:90]))
-    for address in args.refused if not os.environ.get("CHAOS_REPORT_PENDING") else []:
+    for address in args.refused:
         listed = [d for d in walk(step) if d.get("peer") == address and d.get("reason")]
         assert listed, ("no refused peer %s in the report" % address, step.get("start"))
     survived = [h for h in args.survived.split(",") if h]
-    if survived and not os.environ.get("CHAOS_REPORT_PENDING"):
+    if survived:
         text = json.dumps(step)
         assert all(h in text for h in survived) and "surviv" in text, ("survivors not named", step.get("failed"))
     print("%s | kept on disk: %s | %s" % (step["status"], ", ".join(kept) or "-", "; ".join(named) or "-"))
