@@ -13,6 +13,7 @@ import io
 import re
 from xml.etree import ElementTree
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import rows as test_report_rows
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.html import report_html
 from ansible_collections.aifabric.lab.plugins.plugin_utils._text import number_or_dash, share_or_dash
 
@@ -78,6 +79,9 @@ def report_markdown(report):
     if gates:
         out += ["", "## Gates: %s" % ("all held" if gates["status"] == "ok" else "%d BROKEN" % len(gates["broken"]))]
         out += ["- %s" % _cell(m) for m in gates["broken"]]
+    if report.get("test_report"):
+        out += ["", "## Test report (%s)" % _cell(report["test_report"]["reference"]), "", "| item | |", "|---|---|"]
+        out += ["| %s | %s |" % (_cell(label), _cell(text)) for label, text in test_report_rows(report["test_report"])]
     return "\n".join(out) + "\n"
 
 

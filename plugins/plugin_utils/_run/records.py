@@ -19,8 +19,8 @@ import time
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import build_run, step_plans
 
-__all__ = ["Collector", "applied_throttles", "counters_entry", "missing_flow_cause", "run_from_records",
-           "start_summary", "step_events"]
+__all__ = ["Collector", "applied_throttles", "counters_entry", "missing_flow_cause", "rdma_identity",
+           "run_from_records", "start_summary", "step_events"]
 
 
 def applied_throttles(results):
@@ -29,6 +29,25 @@ def applied_throttles(results):
     for res in results or []:
         if isinstance(res, dict) and res.get("item") and res.get("description") and not res.get("failed"):
             out[str(res["item"])] = str(res["description"])
+    return out
+
+
+def rdma_identity(devices):
+    """What identifies a host's RDMA devices, from ``rdma_info``'s ``devices``: per device its firmware and node GUID,
+    per port its link layer, state, speed, width and active MTU (the test report's DUT identification)."""
+    out = {}
+    for name, device in sorted(devices.items()):
+        if not isinstance(device, dict):
+            continue
+        entry = {k: device[k] for k in ("fw_ver", "node_guid", "hca_type", "board_id") if device.get(k)}
+        ports = {}
+        for port, info in sorted((device.get("ports") or {}).items()):
+            if isinstance(info, dict):
+                ports[str(port)] = {k: info[k] for k in ("link_layer", "state", "speed", "width", "active_mtu",
+                                                         "data_gbps", "netdevs") if info.get(k) is not None}
+        if ports:
+            entry["ports"] = ports
+        out[str(name)] = entry
     return out
 
 
@@ -153,8 +172,9 @@ class _Discard:
 class Collector:
     """The flows, counters, starts and events of a play, step by step, from what the hosts returned. ``writer``:
     gets each piece as it is accepted (``add_flow(step, record)``, ``add_counters(step, host, entry)``,
-    ``add_start(step, start)``, ``add_events(step, events)``, ``set_kernel(host, kernel)``); ``planned``: a step
-    name -> whether a plan describes it (a flow of a planned step keeps no annotations: plan.json has its facts)."""
+    ``add_start(step, start)``, ``add_events(step, events)``, ``set_kernel(host, kernel)``, ``set_nic(host, nic)``);
+    ``planned``: a step name -> whether a plan describes it (a flow of a planned step keeps no annotations: plan.json
+    has its facts)."""
 
     def __init__(self, writer=None, planned=None, clock=None):
         self.writer = writer or _Discard()
@@ -166,6 +186,7 @@ class Collector:
         self.events = {}  # step -> what the hosts saw beside the flows (``step_events``)
         self.coordinators = {}  # step -> the host that coordinated it (the collecting task's)
         self.kernels = {}  # host -> kernel
+        self.nics = {}  # host -> the NIC its step ran on (module_utils/_nic.identify)
         self._fabric_before = {}
 
     def add_flow(self, step, host, record, fill_only=False):
@@ -204,6 +225,9 @@ class Collector:
         if part.get("kernel") and self.kernels.get(host) != part["kernel"]:
             self.kernels[host] = part["kernel"]
             self.writer.set_kernel(host, part["kernel"])
+        if isinstance(part.get("nic"), dict) and self.nics.get(host) != part["nic"]:
+            self.nics[host] = part["nic"]
+            self.writer.set_nic(host, part["nic"])
 
     def add_events(self, step, events):
         """What a step's hosts saw beside its flows (``step_events``' form), added to what the step has."""
