@@ -29,8 +29,9 @@ description:
   - How the step started is reported beside it - the measured margin, the probe rounds, how long the hosts took to arm,
     each flow's lateness against the bound.
   - Each flow's result is written to the run directory the moment it arrives (atomically), and at the end the report
-    in seven files - C(report.json), C(report.txt), C(report.md), C(report.html), C(flows.csv), C(steps.csv) and
-    C(junit.xml) (C(docs/reports.md)). C(playbooks/render_report.yml) rebuilds them from a run directory.
+    in eight files - C(report.json), C(report.txt), C(report.md), C(report.html), C(flows.csv), C(steps.csv),
+    C(junit.xml) (C(docs/reports.md)) and C(metrics.prom), the figures as OpenMetrics gauges for Prometheus and
+    Grafana (C(docs/metrics.md)). C(playbooks/render_report.yml) rebuilds them from a run directory.
 requirements:
   - jinja2
 options:

@@ -12,6 +12,7 @@ import sqlite3
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import compare as _compare
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history import export as _export
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import store as _store
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import text as _text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
@@ -73,6 +74,14 @@ def history_compare(db, a="latest~1", b="latest", runs_dir=None):
                  runs_dir=runs_dir)
 
 
+def history_export(db, format="jsonl", runs_dir=None):  # noqa: A002  (the filter's documented option)
+    if format not in _export.FORMATS:
+        raise AnsibleFilterError("history_export: format %r is not one it writes; give one of %s"
+                                 % (format, ", ".join(_export.FORMATS)))
+    rows = _call("history_export", _export.export_rows, _db(db, runs_dir, "history_export"), runs_dir=runs_dir)
+    return _export.export(rows, format)
+
+
 def _diff(diff, name):
     if not isinstance(diff, dict) or not {"a", "b", "config", "steps"} <= set(diff):
         raise AnsibleFilterError("%s: give the history_compare filter's result" % name)
@@ -126,4 +135,5 @@ class FilterModule:
         return {"history_baseline": history_baseline, "history_record": history_record,
                 "history_rebuild": history_rebuild, "history_runs": history_runs,
                 "history_table": history_table, "history_compare": history_compare,
-                "history_compare_text": history_compare_text, "history_compare_files": history_compare_files}
+                "history_compare_text": history_compare_text, "history_compare_files": history_compare_files,
+                "history_export": history_export}

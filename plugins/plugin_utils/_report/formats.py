@@ -15,9 +15,10 @@ from xml.etree import ElementTree
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import rows as test_report_rows
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.html import report_html
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.metrics import metrics_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._text import number_or_dash, share_or_dash
 
-__all__ = ["report_markdown", "flows_csv", "steps_csv", "junit_xml", "FORMATS"]
+__all__ = ["report_markdown", "flows_csv", "steps_csv", "junit_xml", "csv_text", "FORMATS"]
 
 
 def report_markdown(report):
@@ -169,7 +170,8 @@ def _csv_value(value):
     return value
 
 
-def _csv(columns, rows):
+def csv_text(columns, rows):
+    """``rows`` (dicts) as CSV of ``columns``: a header, then a row a line, each cell ``_csv_value``'s."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
@@ -190,7 +192,7 @@ def flows_csv(report):
                     row.update(prediction_error=(f["completion_s"] / f["predicted_s"] - 1)
                                if f.get("completion_s") and f.get("predicted_s") else None)
                 rows.append(row)
-    return _csv(_FLOW_COLUMNS, rows)
+    return csv_text(_FLOW_COLUMNS, rows)
 
 
 def steps_csv(report):
@@ -202,7 +204,7 @@ def steps_csv(report):
                    counters_verdict=(s.get("counters") or {}).get("verdict"),
                    gates_broken="; ".join(g["message"] for g in s.get("gates") or [] if g["ok"] is False) or None)
         rows.append(row)
-    return _csv(_STEP_COLUMNS, rows)
+    return csv_text(_STEP_COLUMNS, rows)
 
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -250,4 +252,4 @@ def junit_xml(report):
 
 # every file a run directory holds beside report.json and report.txt, with the function that writes it
 FORMATS = {"report.md": report_markdown, "flows.csv": flows_csv, "steps.csv": steps_csv, "junit.xml": junit_xml,
-           "report.html": report_html}
+           "report.html": report_html, "metrics.prom": metrics_text}

@@ -6,6 +6,8 @@
   --refused ADDRESS   a peer at ADDRESS is listed as refused somewhere in the step's report (the rendezvous' or a
                       flow server's list), with a reason
   --survived H1,H2    the report says these hosts' results survived a coordinator that died
+Every case also checks that report.json validates against docs/report.schema.json (a real run's report) and that
+metrics.prom is whole (ends with # EOF).
 Prints one line for the closing table: the step's status, the flows kept and the causes named.
 """
 import argparse
@@ -25,6 +27,20 @@ def walk(node):
             yield from walk(value)
 
 
+def check_schema(report):
+    """report.json against docs/report.schema.json (a real run's report, every case); '' when it validates."""
+    try:
+        import jsonschema
+    except ImportError:
+        return " (report.json not checked against its schema: jsonschema is not installed)"
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+    with open(os.path.join(root, "docs", "report.schema.json")) as handle:
+        errors = ["%s: %s" % ("/".join(map(str, e.absolute_path)), e.message)
+                  for e in jsonschema.Draft202012Validator(json.load(handle)).iter_errors(report)]
+    assert not errors, ("report.json does not validate against docs/report.schema.json", errors[:5])
+    return ""
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("run")
@@ -35,6 +51,9 @@ def main():
     parser.add_argument("--survived", default="")
     args = parser.parse_args()
     report = json.load(open(os.path.join(args.run, "report.json")))
+    schema_note = check_schema(report)
+    with open(os.path.join(args.run, "metrics.prom")) as handle:
+        assert handle.read().endswith("\n# EOF\n"), "metrics.prom does not end with # EOF"
     (step,) = report["steps"]
     assert step["status"] == args.status, (step["status"], step.get("failed"), step.get("verdict"))
     flows = {}
@@ -59,7 +78,8 @@ def main():
     if survived:
         text = json.dumps(step)
         assert all(h in text for h in survived) and "surviv" in text, ("survivors not named", step.get("failed"))
-    print("%s | kept on disk: %s | %s" % (step["status"], ", ".join(kept) or "-", "; ".join(named) or "-"))
+    print("%s | kept on disk: %s | %s%s" % (step["status"], ", ".join(kept) or "-", "; ".join(named) or "-",
+                                          schema_note))
 
 
 if __name__ == "__main__":

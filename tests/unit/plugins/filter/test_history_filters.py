@@ -33,7 +33,7 @@ def warnings(monkeypatch):
 
 def test_every_filter_is_registered():
     assert sorted(F) == ["history_baseline", "history_compare", "history_compare_files", "history_compare_text",
-                         "history_rebuild", "history_record", "history_runs", "history_table"]
+                         "history_export", "history_rebuild", "history_record", "history_runs", "history_table"]
 
 
 def test_record_list_and_compare_through_the_filters(runs, warnings):
