@@ -106,7 +106,9 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import Run
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
-_FABRIC_ACTIONS = frozenset(("aifabric.lab.fabric_paths", "fabric_paths"))
+# (fabric_paths: the module's name before 0.5.0, redirected to fabric_paths_info by meta/runtime.yml)
+_FABRIC_ACTIONS = frozenset(("aifabric.lab.fabric_paths_info", "fabric_paths_info", "aifabric.lab.fabric_paths",
+                             "fabric_paths"))
 _RDMA_INFO_ACTIONS = frozenset(("aifabric.lab.rdma_info", "rdma_info"))
 _STATS_ACTIONS = frozenset(("ansible.builtin.set_stats", "set_stats", "ansible.legacy.set_stats"))
 PLAN_STAT = "aifabric_lab_plan"  # the experiment role's set_stats key: {plan: flow_plan's result, throttles: [...]}

@@ -242,7 +242,8 @@ options:
             O(arm_timeout) allows.
         type: raw
   counters: &counters
-    description: The counters this host snapshots before arming and after the step (see M(aifabric.lab.port_counters)).
+    description: The counters this host snapshots before arming and after the step (see
+      M(aifabric.lab.port_counters_info)).
     type: dict
     suboptions:
       interface:

@@ -113,7 +113,7 @@ def _nic(part):
 
 
 def _counters(spec):
-    """A snapshot of the host's counters (see the port_counters module), or the reason it could not be taken."""
+    """A snapshot of the host's counters (see the port_counters_info module), or the reason it could not be taken."""
     try:
         if spec.get("qdiscs"):
             # pyroute2 is imported here, not with this file: it costs a tenth of a second, which every host's task

@@ -268,7 +268,7 @@ class Collector:
                                            "annotations": client.get("annotations") or {}})
 
     def add_fabric_counters(self, data):
-        """The fabric lab's switches' snapshots (fabric_paths with step and label): before is kept until after."""
+        """The fabric lab's switches' snapshots (fabric_paths_info with step and label): before is kept until after."""
         step, label, switches = data.get("step"), data.get("label"), data.get("switches")
         if not step or not isinstance(switches, dict):
             return

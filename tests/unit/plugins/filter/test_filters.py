@@ -67,7 +67,7 @@ def test_the_seed_through_the_filters():
     ("barrier_analysis", ("not a list",), "barrier_analysis: expected a list of flow results"),
     ("fair_share", ({"f": ["l"]}, {"l": "8gbps"}), "fair_share: links.l: '8gbps' is ambiguous"),
     ("rate_bps", ("fast",), "rate: 'fast'"),
-    ("counters_diff", ("x", {}), "counters_diff: give two port_counters snapshots"),
+    ("counters_diff", ("x", {}), "counters_diff: give two port_counters_info snapshots"),
     ("run_report", ("/nonexistent-run",), "run_report: /nonexistent-run has no flows/ directory"),
     ("report_json", ({},), "report_json: give a report"),
     ("report_text", ([],), "report_text: give a report"),
