@@ -14,15 +14,18 @@ description:
     results. The barrier_report callback records each run as it ends; this action writes it otherwise - a run
     directory made before (O(record)), every run directory the history does not hold yet (O(sync)), or the whole
     history again from the run directories (O(rebuild)).
-  - Runs on the controller (an action plugin). The history filters (M(aifabric.lab.history_runs#filter),
-    M(aifabric.lab.history_compare#filter), ...) only read; use this first so that they find what they read.
+  - Runs on the controller (an action plugin). The history filters (P(aifabric.lab.history_runs#filter),
+    P(aifabric.lab.history_compare#filter), ...) only read; use this first so that they find what they read.
   - Recording a run directory the history already holds as it is changes nothing.
 author:
   - aifabric.lab contributors (@aifabric)
+extends_documentation_fragment:
+  - aifabric.lab.attributes
 attributes:
   action:
+    description: Runs on the controller, as an action plugin.
     support: full
-    details: An action plugin; nothing runs on a managed host.
+    details: Nothing runs on a managed host.
   check_mode:
     support: full
     details: Says what it would write (RV(recorded)) and writes nothing.
@@ -32,8 +35,6 @@ attributes:
     support: full
     details: O(record) and O(sync) change nothing when the history holds the runs as they are; O(rebuild) always
       rewrites the history (changed).
-  platform:
-    platforms: posix
 options:
   record:
     description: A run directory (C(runs/<stamp>-<playbook>)) to record; recording it again replaces its rows.

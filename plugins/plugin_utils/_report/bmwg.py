@@ -149,8 +149,8 @@ def build_test_report(report, run):
     ``_run.model.Run``: the experiments' plans and the lab's facts): the sections in ``SECTIONS`` order, and
     ``order`` (report.json sorts its keys)."""
     experiments = list(run.experiments)
-    hosts = sorted({h for p in experiments for h in p.hosts} | {w["host"] for s in report.get("steps") or []
-                                                               for w in s.get("workers") or []})
+    workers = {w["host"] for s in report.get("steps") or [] for w in s.get("workers") or []}
+    hosts = sorted({h for p in experiments for h in p.hosts} | workers)
     return {
         "reference": "draft-calabria-bmwg-ai-fabric-training-bench, section 13",
         "order": list(SECTIONS),
@@ -214,8 +214,8 @@ def rows(test_report):
         q, lb = e["qos"], e["load_balancing"]
         shaped = "; ".join("%s throttled to %s (%s)" % (h, x["rate"], x["applied"] or "not applied")
                            for h, x in sorted(q["throttles"].items())) or q["shaping"]
-        out.append(("QoS" if k == 0 else "", "%s: %s; PFC/ECN %s; buffers %s" % (e["experiment"], shaped,
-                                                                                q["pfc_ecn"], e["buffers"])))
+        text = "%s: %s; PFC/ECN %s; buffers %s" % (e["experiment"], shaped, q["pfc_ecn"], e["buffers"])
+        out.append(("QoS" if k == 0 else "", text))
     for k, e in enumerate(test_report["configuration"]):
         lb = e["load_balancing"]
         text = ("%s: hash %s, seed %s, placement %s" % (e["experiment"], lb["hash"], lb.get("seed"), lb["placement"])

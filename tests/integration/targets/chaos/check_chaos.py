@@ -78,8 +78,8 @@ def main():
     if survived:
         text = json.dumps(step)
         assert all(h in text for h in survived) and "surviv" in text, ("survivors not named", step.get("failed"))
-    print("%s | kept on disk: %s | %s%s" % (step["status"], ", ".join(kept) or "-", "; ".join(named) or "-",
-                                          schema_note))
+    causes = "; ".join(named) or "-"
+    print("%s | kept on disk: %s | %s%s" % (step["status"], ", ".join(kept) or "-", causes, schema_note))
 
 
 if __name__ == "__main__":
