@@ -7,8 +7,8 @@
                       flow server's list), with a reason
   --survived H1,H2    the report says these hosts' results survived a coordinator that died
   --anomaly H=TEXT    the step's anomalies name host H with TEXT (a result file it could not keep, ...)
-Every case also checks that report.json validates against docs/report.schema.json (a real run's report) and that
-metrics.prom is whole (ends with # EOF).
+Every case also checks that report.json validates against docs/report.schema.json (a real run's report), that its
+test report names the driver of the NIC each kept host's step ran on, and that metrics.prom is whole (# EOF).
 Prints one line for the closing table: the step's status, the flows kept and the causes named.
 """
 import argparse
@@ -54,6 +54,11 @@ def main():
     args = parser.parse_args()
     report = json.load(open(os.path.join(args.run, "report.json")))
     schema_note = check_schema(report)
+    # the test report identifies the NIC each worker's step ran on, as the host read it (the lab's veth)
+    dut = report["test_report"]["dut"]["hosts"]
+    for host in [h for h in args.kept.split(",") if h]:
+        nic = dut.get(host, {}).get("nic") or {}
+        assert nic.get("driver"), ("no NIC identified for %s" % host, dut.get(host))
     with open(os.path.join(args.run, "metrics.prom")) as handle:
         assert handle.read().endswith("\n# EOF\n"), "metrics.prom does not end with # EOF"
     (step,) = report["steps"]
