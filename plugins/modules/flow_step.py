@@ -242,7 +242,8 @@ options:
             O(arm_timeout) allows.
         type: raw
   counters: &counters
-    description: The counters this host snapshots before arming and after the step (see M(aifabric.lab.port_counters)).
+    description: The counters this host snapshots before arming and after the step (see
+      M(aifabric.lab.port_counters_info)).
     type: dict
     suboptions:
       interface:
@@ -473,8 +474,10 @@ step:
     hosts:
       description: Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
         C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)),
-        C(kernel) (the host's kernel release, for the run record), and C(result_file_error) when the host could not
-        write its own copy of the result (a full or read-only disk; the result came over the network all the same).
+        C(kernel) (the host's kernel release, for the run record), C(nic) (with counters, the NIC the step ran on,
+        its driver, driver version, firmware, PCI id, NUMA node, speed and MTU where the host has them, read after the
+        flows, for the test report), and C(result_file_error) when the host could not write its own copy of the result
+        (a full or read-only disk; the result came over the network all the same).
       type: dict
 signal:
   description: With O(state=stopped), the signal that ended a still running part, or null.

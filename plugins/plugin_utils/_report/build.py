@@ -18,6 +18,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric impo
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import variants as fabric_variants
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import broken_messages, evaluate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean_idle_share, summary
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import build_test_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run, write_files
@@ -43,6 +44,7 @@ def build_report(run):
     report["experiments"] = [e for e in summaries if e]
     _check_gates(report, run.experiments)
     _fabric_summaries(report)
+    report["test_report"] = build_test_report(report, run)
     return report
 
 

@@ -151,6 +151,7 @@ class Step:
     flows: list  # [Flow], clients only, in the order their results reached the controller
     counters: dict = field(default_factory=dict)  # host -> {before, after, interface, engine}
     start: dict | None = None  # how the step started (starts/<step>.json)
+    events: dict | None = None  # what the hosts saw beside the flows (events/<step>.json: _run.records.step_events)
 
     def planned(self, flow):
         return self.plan.flow(flow.host, flow.flow_id)
@@ -206,14 +207,14 @@ def _on_fabric(step_plan, plan, step):
     return StepPlan(**dict(step_plan.__dict__, flows=flows, fabric=info))
 
 
-def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None):
+def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None, events=None):
     """A ``Run`` from flow records grouped by step (``{step: [record]}``), the steps' plans (``{step: StepPlan}``;
-    a step without one is described by its flows' annotations), counters and starts."""
-    plans, counters, starts = plans or {}, counters or {}, starts or {}
+    a step without one is described by its flows' annotations), counters, starts and events."""
+    plans, counters, starts, events = plans or {}, counters or {}, starts or {}, events or {}
     steps = []
     for name, recs in records.items():
         recs = [r for r in recs if r.get("role", "client") == "client"]
         plan = plans.get(name) or StepPlan.from_annotations(recs)
         steps.append(Step(name=name, plan=plan, flows=[Flow.from_record(r) for r in recs],
-                          counters=counters.get(name) or {}, start=starts.get(name)))
+                          counters=counters.get(name) or {}, start=starts.get(name), events=events.get(name)))
     return Run(path=path, steps=steps, lab=lab or {}, experiments=experiments or [])
