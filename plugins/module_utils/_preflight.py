@@ -132,9 +132,10 @@ def perftest_version(text):
     return match.group(1) if match else None
 
 
-def gather(params, ipr, run=None, scanner=None, root="/"):
+def gather(params, ipr, run=None, scanner=None, dcb=None, root="/"):
     """Everything the preflight reads on this host. ``run(argv) -> (rc, out, err)`` runs a perftest tool's
-    ``--version``; ``scanner`` is a ``_leftovers.Scanner`` (None: leftovers not looked at)."""
+    ``--version``; ``scanner`` is a ``_leftovers.Scanner`` (None: leftovers not looked at); ``dcb(ifname)`` reads the
+    NIC's DCB settings (``_dcb.read``; None: not looked at)."""
     name = params["interface"]
     if not name:
         raise PreflightError("interface: give the host's data interface (lab_interface), e.g. interface: ens1f0np0")
@@ -143,6 +144,7 @@ def gather(params, ipr, run=None, scanner=None, root="/"):
     devices = [wanted] if wanted else rdma_devices_on(name, root)
     facts["rdma"] = [rdma_port(d, params.get("address"), name, root) for d in devices]
     facts["paths"] = [path(peer, ipr) for peer in params.get("peers") or []]
+    facts["dcb"] = dcb(name) if dcb is not None and facts["interface"]["present"] else None
     facts["perftest"] = {}
     for tool in params.get("perftest_tools") or []:
         if run is None:

@@ -6,7 +6,7 @@ perftest tools run for their version, the leftovers listed by ``_leftovers.Scann
 
 from __future__ import annotations
 
-from . import _pyroute2
+from . import _dcb, _pyroute2
 from ._flow.state import DEFAULT_STATE_DIR
 from ._leftovers import Scanner
 from ._preflight import PreflightError, gather
@@ -39,11 +39,12 @@ def run_module(module):
         return module.run_command([path] + argv[1:])
 
     try:
-        with _pyroute2.IPRoute() as ipr:
+        # dcbnl on a socket of its own (the message class it registers stays there)
+        with _pyroute2.IPRoute() as ipr, _pyroute2.IPRoute() as dcb_ipr:
             scanner = None
             if params["leftovers"]:
                 scanner = Scanner(params["state_dir"], ipr=ipr, netns=_pyroute2.netns, iproute=_pyroute2.IPRoute)
-            facts = gather(params, ipr, run=run, scanner=scanner)
+            facts = gather(params, ipr, run=run, scanner=scanner, dcb=lambda name: _dcb.read(name, dcb_ipr))
     except PreflightError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **facts)

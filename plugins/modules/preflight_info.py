@@ -16,6 +16,8 @@ description:
     perftest's C(-x) takes). The route to each of O(peers) through netlink (egress interface, its MTU, the route's
     own MTU). The perftest tools' versions. What earlier runs left (the M(aifabric.lab.lab_leftovers) scan, listing
     only).
+  - The NIC's IEEE DCB settings through dcbnl (which priorities PFC pauses, and whether it trusts DSCP or the VLAN
+    priority), where the NIC reports them; virtio, veth and most software netdevs answer that they have none.
   - The action plugin of the same name also measures the host's clock against the controller's, with a few C(date)
     round trips over the connection, the one with the shortest round trip kept (offset = host time minus the
     round trip's midpoint, give or take half of it), returned as RV(clock).
@@ -109,6 +111,15 @@ paths:
   type: list
   elements: dict
   sample: [{peer: 198.18.100.2, interface: data0, interface_mtu: 1500, route_mtu: null, mtu: 1500, gateway: null}]
+dcb:
+  description:
+    - The data interface's DCB settings. C(reported) false (with C(reason)) when the netdev has no DCB. Otherwise
+      C(pfc_priorities) (the priorities PFC pauses), C(pfc_cap), and C(trust) (V(dscp) when the NIC's APP table maps
+      DSCP values, as mlx5 fills it under C(trust dscp); V(pcp) otherwise) with C(dscp_entries).
+    - Null when the interface is missing.
+  returned: always
+  type: dict
+  sample: {reported: true, pfc_cap: 8, pfc_priorities: [3], trust: dscp, dscp_entries: 64}
 perftest:
   description: Each of O(perftest_tools)' version (C(Version:) in its C(--version) output), null when missing.
   returned: always

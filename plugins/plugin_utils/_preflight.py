@@ -17,7 +17,8 @@ from ._text import natural_key
 
 __all__ = ["Expect", "Failure", "check", "paths_of_plan", "table"]
 
-COLUMNS = ("host", "link", "mtu", "paths", "speed", "numa", "rdma", "gid", "clock", "perftest", "leftovers", "verdict")
+COLUMNS = ("host", "link", "mtu", "paths", "speed", "numa", "rdma", "gid", "pfc", "clock", "perftest", "leftovers",
+           "verdict")
 _RATE = re.compile(r"([0-9.]+)\s*Gb/sec")
 
 
@@ -156,6 +157,7 @@ def check(results, paths=None, expect=None, addresses=None):
                      "records no owner, when no other experiment runs there)" % host)
     good = [h for h in hosts if not results[h].get("failed") and not results[h].get("unreachable")]
     _check_paths(good, results, paths, addresses, rows, expect, fail)
+    _check_dcb(good, results, rows, fail)
     reference = _check_clocks(good, results, rows, expect, fail)
     _check_perftest(good, results, rows, expect, fail)
     out = []
@@ -265,6 +267,40 @@ def _check_paths(hosts, results, paths, addresses, rows, expect, fail):
                  % (" (%s)" % expect.mtu if expect.mtu else "", ends[h].get("interface"), h))
     for h in hosts:
         rows[h].cells["paths"] = ", ".join(cells[h]) or "-"
+
+
+def _dcb_setting(dcb):
+    """``(priorities, trust)`` of a NIC that reports DCB, else None."""
+    if not dcb or not dcb.get("reported"):
+        return None
+    return tuple(dcb.get("pfc_priorities") or ()), dcb.get("trust")
+
+
+def _dcb_text(setting):
+    priorities, trust = setting
+    return "%s/%s" % (",".join(str(p) for p in priorities) or "off", trust or "?")
+
+
+def _check_dcb(hosts, results, rows, fail):
+    """PFC and trust where the NIC reports them (dcbnl): the same on every host that does."""
+    settings = {}
+    for h in hosts:
+        dcb = results[h].get("dcb")
+        setting = _dcb_setting(dcb)
+        rows[h].cells["pfc"] = "-" if dcb is None else "n/r" if setting is None else _dcb_text(setting)
+        if setting is not None:
+            settings[h] = setting
+    if len(set(settings.values())) < 2:
+        return
+    common = _majority(settings)
+    for h, setting in sorted(settings.items()):
+        if setting == common:
+            continue
+        iface = (results[h].get("interface") or {}).get("name")
+        fail(h, "pfc", "PFC priorities/trust %s, where %s" % (
+            _dcb_text(setting), "the other hosts have %s" % _dcb_text(common) if common else "another host differs"),
+             "the same PFC priorities and trust on every host's NIC and its switch port (mlx5: mlnx_qos -i %s "
+             "--pfc 0,0,0,1,0,0,0,0 --trust dscp)" % iface)
 
 
 def _check_clocks(hosts, results, rows, expect, fail):

@@ -158,7 +158,9 @@ def test_gather_lists_leftovers_and_removes_nothing(guest, tmp_path):
 
     facts = pf.gather({"interface": "data0", "address": "198.18.100.1", "rdma_device": None, "peers": [],
                        "perftest_tools": ["ib_write_bw", "ib_read_lat"]},
-                      Links({"data0": (3, 1500, "UP")}), run=run, scanner=Scanner(str(state)), root=guest)
+                      Links({"data0": (3, 1500, "UP")}), run=run, scanner=Scanner(str(state)),
+                      dcb=lambda name: {"reported": False, "reason": "%s has no DCB" % name}, root=guest)
+    assert facts["dcb"] == {"reported": False, "reason": "data0 has no DCB"}
     assert facts["perftest"] == {"ib_write_bw": "6.06", "ib_read_lat": None}
     assert calls == [["ib_write_bw", "--version"], ["ib_read_lat", "--version"]]
     listed = [(i["kind"], i["name"], i["action"]) for i in facts["leftovers"]]

@@ -28,6 +28,7 @@ def guest(n, mtu=1500, peer_mtu=None, offset=0.0, uncertainty=0.002, leftovers=(
                                   "netdevs": ["data0"]}}}],
         "paths": [{"peer": "198.18.100.%d" % other, "interface": "data0", "interface_mtu": mtu, "route_mtu": None,
                    "mtu": peer_mtu or mtu, "gateway": None}],
+        "dcb": {"reported": False, "reason": "data0 has no DCB (EOPNOTSUPP)"},
         "perftest": {"ib_write_bw": version},
         "leftovers": list(leftovers),
         "kernel": "6.1.0-50-amd64",
@@ -52,11 +53,11 @@ def test_two_good_guests_one_table_all_ok():
     out = report({"vm1": guest(1), "vm2": guest(2, offset=0.0031)}, expect={"mtu": 1500, "rdma": True,
                                                                              "perftest": True})
     assert out["ok"] and out["failures"] == [] and out["reference"] == "vm1"
-    assert out["table"][0].split() == ["host", "link", "mtu", "paths", "speed", "numa", "rdma", "gid", "clock",
-                                       "perftest", "leftovers", "verdict"]
+    assert out["table"][0].split() == ["host", "link", "mtu", "paths", "speed", "numa", "rdma", "gid", "pfc",
+                                       "clock", "perftest", "leftovers", "verdict"]
     vm1, vm2 = _cells(out, "vm1"), _cells(out, "vm2")
     assert vm1 == {"host": "vm1", "link": "data0 UP", "mtu": "1500 (RoCE 1024)", "paths": "vm2 1500",
-                   "speed": "10 Gb/s (rdma)", "numa": "-", "rdma": "rxe0/1 ACTIVE", "gid": "v2 #1",
+                   "speed": "10 Gb/s (rdma)", "numa": "-", "rdma": "rxe0/1 ACTIVE", "gid": "v2 #1", "pfc": "n/r",
                    "clock": "ref (+-2.0 ms)", "perftest": "6.06", "leftovers": "0", "verdict": "ok"}
     # 3.1 ms after vm1, give or take both halves of the round trips (2 + 2 ms): within 10 ms + 4 ms
     assert vm2["clock"] == "+3.1 ms +-4.0" and vm2["verdict"] == "ok"
@@ -104,6 +105,24 @@ def test_a_route_mtu_below_the_interface_counts_for_the_path():
 def test_clock_offsets_fail_only_beyond_doubt(offset, uncertainty, fails):
     out = report({"vm1": guest(1, uncertainty=0.001), "vm2": guest(2, offset=offset, uncertainty=uncertainty)})
     assert [f["check"] for f in out["failed"]] == (["clock"] if fails else [])
+
+
+def _dcb(priorities, trust):
+    return {"reported": True, "pfc_cap": 8, "pfc_priorities": priorities, "trust": trust, "dscp_entries": 64}
+
+
+def test_pfc_and_trust_the_same_where_the_nics_report_them():
+    a, b, c, d = guest(1), guest(1), guest(1), guest(1)
+    a["dcb"], b["dcb"], c["dcb"] = _dcb([3], "dscp"), _dcb([3], "pcp"), _dcb([3], "dscp")
+    # d's NIC reports no DCB (n/r): not compared
+    out = report({"a": a, "b": b, "c": c, "d": d}, paths=[])
+    assert [(f["host"], f["check"]) for f in out["failed"]] == [("b", "pfc")]
+    assert out["failed"][0]["message"] == "PFC priorities/trust 3/pcp, where the other hosts have 3/dscp"
+    assert [_cells(out, h)["pfc"] for h in "abd"] == ["3/dscp", "3/pcp!", "n/r"]
+    a["dcb"], b["dcb"] = _dcb([3], "dscp"), _dcb([], "dscp")
+    out = report({"a": a, "b": b}, paths=[])
+    assert [(f["host"], f["check"]) for f in out["failed"]] == [("a", "pfc"), ("b", "pfc")]
+    assert _cells(out, "b")["pfc"] == "off/dscp!"
 
 
 def test_the_odd_perftest_out_of_three_is_named():
