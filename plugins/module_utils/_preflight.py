@@ -132,8 +132,8 @@ def perftest_version(text):
     return match.group(1) if match else None
 
 
-def gather(params, ipr, run=None, scanner=None, dcb=None, root="/"):
-    """Everything the preflight reads on this host. ``run(argv) -> (rc, out, err)`` runs a perftest tool's
+def gather(params, ipr, version=None, scanner=None, dcb=None, root="/"):
+    """Everything the preflight reads on this host. ``version(tool) -> (rc, out, err)`` runs a perftest tool's
     ``--version``; ``scanner`` is a ``_leftovers.Scanner`` (None: leftovers not looked at); ``dcb(ifname)`` reads the
     NIC's DCB settings (``_dcb.read``; None: not looked at)."""
     name = params["interface"]
@@ -147,10 +147,10 @@ def gather(params, ipr, run=None, scanner=None, dcb=None, root="/"):
     facts["dcb"] = dcb(name) if dcb is not None and facts["interface"]["present"] else None
     facts["perftest"] = {}
     for tool in params.get("perftest_tools") or []:
-        if run is None:
+        if version is None:
             break
         try:
-            rc, out, err = run([tool, "--version"])
+            rc, out, err = version(tool)
         except OSError:
             rc, out, err = 127, "", ""
         facts["perftest"][tool] = perftest_version(out + "\n" + err) if rc in (0, 1) else None

@@ -32,11 +32,11 @@ def run_module(module):
     _pyroute2.require_pyroute2(module)
     params = module.params
 
-    def run(argv):
-        path = module.get_bin_path(argv[0])
+    def version(tool):
+        path = module.get_bin_path(tool)
         if path is None:
-            return 127, "", "%s: not found" % argv[0]
-        return module.run_command([path] + argv[1:])
+            return 127, "", "%s: not found" % tool
+        return module.run_command([path, "--version"])
 
     try:
         # dcbnl on a socket of its own (the message class it registers stays there)
@@ -44,7 +44,7 @@ def run_module(module):
             scanner = None
             if params["leftovers"]:
                 scanner = Scanner(params["state_dir"], ipr=ipr, netns=_pyroute2.netns, iproute=_pyroute2.IPRoute)
-            facts = gather(params, ipr, run=run, scanner=scanner, dcb=lambda name: _dcb.read(name, dcb_ipr))
+            facts = gather(params, ipr, version=version, scanner=scanner, dcb=lambda name: _dcb.read(name, dcb_ipr))
     except PreflightError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **facts)

@@ -152,17 +152,17 @@ def test_gather_lists_leftovers_and_removes_nothing(guest, tmp_path):
     (state / "step-r1-vm2.pid").write_text(json.dumps({"pid": 4194303, "run": "r1", "started_at": 1.0}))
     calls = []
 
-    def run(argv):
-        calls.append(argv)
-        return (0, "Version: 6.06\n", "") if argv[0] == "ib_write_bw" else (127, "", "not found")
+    def version(tool):
+        calls.append(tool)
+        return (0, "Version: 6.06\n", "") if tool == "ib_write_bw" else (127, "", "not found")
 
     facts = pf.gather({"interface": "data0", "address": "198.18.100.1", "rdma_device": None, "peers": [],
                        "perftest_tools": ["ib_write_bw", "ib_read_lat"]},
-                      Links({"data0": (3, 1500, "UP")}), run=run, scanner=Scanner(str(state)),
+                      Links({"data0": (3, 1500, "UP")}), version=version, scanner=Scanner(str(state)),
                       dcb=lambda name: {"reported": False, "reason": "%s has no DCB" % name}, root=guest)
     assert facts["dcb"] == {"reported": False, "reason": "data0 has no DCB"}
     assert facts["perftest"] == {"ib_write_bw": "6.06", "ib_read_lat": None}
-    assert calls == [["ib_write_bw", "--version"], ["ib_read_lat", "--version"]]
+    assert calls == ["ib_write_bw", "ib_read_lat"]
     listed = [(i["kind"], i["name"], i["action"]) for i in facts["leftovers"]]
     assert listed == [("pidfile", "step-r1-vm2", "would remove")]
     assert (state / "step-r1-vm2.pid").exists()
