@@ -45,7 +45,7 @@ class ActionModule(ActionBase):
         if result.get("failed"):
             return result
         samples = []
-        for _ in range(SAMPLES):
+        for _sample in range(SAMPLES):
             sent = time.time()
             out = self._low_level_execute_command("date +%s.%N")
             received = time.time()

@@ -40,8 +40,8 @@ class Expect:
         data = dict(data or {})
         unknown = sorted(set(data) - set(cls.__dataclass_fields__))
         if unknown:
-            raise ValueError("expect: unknown key %s (known: %s)" % (", ".join(unknown),
-                                                                      ", ".join(cls.__dataclass_fields__)))
+            known = ", ".join(cls.__dataclass_fields__)
+            raise ValueError("expect: unknown key %s (known: %s)" % (", ".join(unknown), known))
         out = cls()
         for key, kind in (("mtu", int), ("min_gbps", float), ("clock_tolerance_s", float)):
             if data.get(key) not in (None, ""):
@@ -151,7 +151,7 @@ def check(results, paths=None, expect=None, addresses=None):
             row.cells["leftovers"] = str(len(left))
             if left:
                 what = "; ".join("%s %s (owner %s, %s)" % (i.get("kind"), i.get("name"), i.get("owner") or "none",
-                                                             i.get("reason")) for i in left)
+                                                           i.get("reason")) for i in left)
                 fail(host, "leftovers", "%d left by earlier runs: %s" % (len(left), what),
                      "ansible-playbook playbooks/lab_check.yml -l %s -e remove=true (add -e unowned=remove for what "
                      "records no owner, when no other experiment runs there)" % host)
@@ -217,8 +217,8 @@ def _check_rdma(host, res, row, expect, fail):
         for port, info in sorted((dev.get("ports") or {}).items()):
             rdma.append("%s/%s %s" % (name, port, info.get("state")))
             if info.get("state") != "ACTIVE" or info.get("phys_state") not in ("LinkUp", "LINK_UP"):
-                fail(host, "rdma", "%s port %s is %s (physical %s)" % (name, port, info.get("state"),
-                                                                      info.get("phys_state")),
+                state = (name, port, info.get("state"), info.get("phys_state"))
+                fail(host, "rdma", "%s port %s is %s (physical %s)" % state,
                      "check the port's link (rdma link show; its cable, switch port, subnet manager on InfiniBand)")
             if info.get("link_layer") != "Ethernet":
                 gid.append("- (IB)")
@@ -226,8 +226,8 @@ def _check_rdma(host, res, row, expect, fail):
             index = info.get("roce_v2_gid_index")
             gid.append("v2 #%s" % index if index is not None else "none")
             if index is None:
-                fail(host, "gid", "no RoCE v2 GID of %s port %s carries %s on %s" % (name, port, res.get("address"),
-                                                                                 iface),
+                where = (name, port, res.get("address"), iface)
+                fail(host, "gid", "no RoCE v2 GID of %s port %s carries %s on %s" % where,
                      "put %s on %s (the GID table follows the netdev's addresses) or correct lab_address"
                      % (res.get("address"), iface))
     row.cells.update(rdma=", ".join(rdma), gid=", ".join(gid))
@@ -297,8 +297,8 @@ def _check_dcb(hosts, results, rows, fail):
         if setting == common:
             continue
         iface = (results[h].get("interface") or {}).get("name")
-        fail(h, "pfc", "PFC priorities/trust %s, where %s" % (
-            _dcb_text(setting), "the other hosts have %s" % _dcb_text(common) if common else "another host differs"),
+        others = "the other hosts have %s" % _dcb_text(common) if common else "another host differs"
+        fail(h, "pfc", "PFC priorities/trust %s, where %s" % (_dcb_text(setting), others),
              "the same PFC priorities and trust on every host's NIC and its switch port (mlx5: mlnx_qos -i %s "
              "--pfc 0,0,0,1,0,0,0,0 --trust dscp)" % iface)
 
@@ -341,9 +341,8 @@ def _check_perftest(hosts, results, rows, expect, fail):
         common = _majority(versions)
         for h, v in sorted(versions.items()):
             if v != common:
-                fail(h, "perftest", "its perftest (%s) differs from %s" % (
-                    ", ".join("%s %s" % tv for tv in v),
-                    "the other hosts'" if common else "another host's"),
+                theirs = "the other hosts'" if common else "another host's"
+                fail(h, "perftest", "its perftest (%s) differs from %s" % (", ".join("%s %s" % tv for tv in v), theirs),
                      "the same perftest on every host (the lab_host role installs the distribution's)")
 
 
