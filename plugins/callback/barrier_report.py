@@ -149,6 +149,9 @@ class _Writer:
     def add_start(self, step, start):
         self._write("add_start", step, start)
 
+    def add_program(self, step, host, result):
+        self._write("add_program", step, host, result)
+
     def set_kernel(self, host, kernel):
         self.cb._lab["hosts"][host] = {"kernel": kernel}
         self._write("write_plan", self.cb._experiments, self.cb._lab)

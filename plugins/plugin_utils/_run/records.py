@@ -100,6 +100,7 @@ class Collector:
         self.counters = {}  # step -> {host: entry}
         self.starts = {}  # step -> summary
         self.kernels = {}  # host -> kernel
+        self.programs = {}  # step -> {host: program result} (a job's steps)
         self._fabric_before = {}
 
     def add_flow(self, step, host, record, fill_only=False):
@@ -130,9 +131,11 @@ class Collector:
         self.writer.add_counters(step, host, entry)
 
     def add_part(self, step, host, part, fill_only=False):
-        """A host's part of a step (its client flows, its counters, its kernel)."""
+        """A host's part of a step (its client flows, its job program's result, its counters, its kernel)."""
         for flow in part.get("clients") or []:
             self.add_flow(step, host, flow, fill_only=fill_only)
+        if isinstance(part.get("program"), dict):
+            self.add_program(step, host, part["program"], fill_only=fill_only)
         self.add_counters(step, host, part.get("counters"))
         if part.get("kernel") and self.kernels.get(host) != part["kernel"]:
             self.kernels[host] = part["kernel"]
@@ -155,6 +158,15 @@ class Collector:
         if record.get("fire") or record.get("parties"):
             self.starts[step] = start_summary(record)
             self.writer.add_start(step, self.starts[step])
+
+    def add_program(self, step, host, result, fill_only=False):
+        """A job step's host result (docs/job-contract.md section 2): kept as it came, the first one kept when
+        ``fill_only``."""
+        programs = self.programs.setdefault(step, {})
+        if fill_only and host in programs:
+            return
+        programs[host] = result
+        self.writer.add_program(step, host, result)
 
     def add_failed_clients(self, step, host, clients, cause):
         """A host's flows that a task could not start: each failed with the task's cause."""
@@ -194,4 +206,5 @@ def run_from_records(records, plan, applied=None, baseline=None):
     for record in records or []:
         if isinstance(record, dict):
             collector.add_step_record(record)
-    return build_run(collector.records(), plans, collector.counters, collector.starts, experiments=[plan])
+    return build_run(collector.records(), plans, collector.counters, collector.starts, experiments=[plan],
+                     programs=collector.programs)
