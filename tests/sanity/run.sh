@@ -31,7 +31,7 @@ pip_versions=$(grep -rhoE "(pip_version = |PIP_VERSION = |pip=)'[0-9.]+'" "$test
   | sort -u || true)
 mkdir -p ~/.ansible/test/cache
 for v in $pip_versions 24.2 24.3.1 25.0.1; do
-  cp "$root/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/get_pip_${v//./_}.py
+  cp "$root/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/.get_pip.$$ && mv -f ~/.ansible/test/cache/.get_pip.$$ ~/.ansible/test/cache/get_pip_${v//./_}.py
 done
 if [ -z "$host_python" ]; then
   exec ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --local \
