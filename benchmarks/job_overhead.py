@@ -113,8 +113,8 @@ def main():
     print()
     print("Ansible's overhead of one ring AllReduce (2(n-1) rounds), nobody throttled: playbook wall time minus the "
           "collective's time")
-    print("%-8s %6s %7s %10s  %-7s %8s %8s %10s %8s" % ("workers", "rounds", "size", "trivial s", "mode", "wall s",
-                                                       "wire s", "overhead s", "x trivial"))
+    header = ("workers", "rounds", "size", "trivial s", "mode", "wall s", "wire s", "overhead s", "x trivial")
+    print("%-8s %6s %7s %10s  %-7s %8s %8s %10s %8s" % header)
     for n, size, trivial_s, job, rounds in rows:
         for mode, (wall, wire, error) in (("job", job), ("rounds", rounds)):
             if error:

@@ -24,8 +24,8 @@ def job_sweep_points(sweep, workers):
     try:
         workers = int(workers)
         op = sweep.get("op", "allreduce")
-        points = [point(op, size, workers) for size in sizes(sweep.get("minimum", "1M"), sweep.get("maximum", "64M"),
-                                                              int(sweep.get("factor", 2)))]
+        chosen = sizes(sweep.get("minimum", "1M"), sweep.get("maximum", "64M"), int(sweep.get("factor", 2)))
+        points = [point(op, size, workers) for size in chosen]
     except (SweepError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("job_sweep_points: %s" % exc) from None
     out = []

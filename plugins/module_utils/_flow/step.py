@@ -490,8 +490,8 @@ def start(part, state_dir, close=()):
                         for s, _ann in part.clients],
             "program": None if part.program is None else {
                 "iterations": part.program.iterations, "ops": len(part.program.ops),
-                "listen": None if part.program.listen is None else {"address": part.program.listen.address,
-                                                                     "port": part.program.listen.port}},
+                "listen": None if part.program.listen is None else {
+                    "address": part.program.listen.address, "port": part.program.listen.port}},
             "arm_deadline": arm_deadline_wall}
 
 

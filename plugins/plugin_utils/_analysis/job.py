@@ -75,6 +75,13 @@ def analyze_job_step(step):
     figures = _figures.analyze(results, programs, spec, line_bps, predicted=predicted)
     unthrottled = job_plan.predict(plan, throttle=False)["results"] if throttles else None
     jct = figures["jct_s"]
+    if jct is None:  # every host said ok, yet an iteration has no end somewhere: nothing to time
+        report.update(status="failed", verdict="FAILED: not every iteration ended on every worker",
+                      failed=[{"host": h, "status": "incomplete", "cause": "an iteration without an end"}
+                              for h in ranks if None in (results[h].get("iteration_end") or [None])],
+                      workers=[_failed_worker(h, results.get(h), throttles.get(h)) for h in ranks],
+                      straggler={"host": None}, job=about)
+        return report
     pred = figures["prediction"]
     waiting = figures["waiting"]
     measured_series = figures["iterations"].get("series") or []
@@ -111,8 +118,8 @@ def analyze_job_step(step):
         workers=workers, idle_worker_seconds=_r(sum(w["idle_s"] or 0.0 for w in workers)),
         straggler={"host": top, "cause": ("the root cause of the most waiting in %d of %d iterations" % (
             counts[top], n)) if top else "nobody waited on a dependency"},
-        verdict="%d iterations in %.3f s (predicted %.3f s, largest per-iteration deviation %s); straggler %s" % (
-            n, jct, pred["predicted_jct_s"],
+        verdict="%d iterations in %s s (predicted %s s, largest per-iteration deviation %s); straggler %s" % (
+            n, _seconds(jct), _seconds(pred["predicted_jct_s"]),
             "%.1f%%" % (pred["max_abs"] * 100) if pred["max_abs"] is not None else "n/a", top or "none"),
     )
     if unthrottled is not None:
@@ -136,6 +143,10 @@ def analyze_job_step(step):
         about["predicted_unthrottled_jct_s"] = report["predicted_unthrottled_step_s"]
     report["job"] = about
     return report
+
+
+def _seconds(value):
+    return "n/a" if value is None else "%.3f" % value
 
 
 def _failed_worker(host, result, throttle):
