@@ -359,22 +359,11 @@ flow:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._flow.module import (
-    ARGUMENT_SPEC,
-    MUTUALLY_EXCLUSIVE,
-    REQUIRED_IF,
-    run_module,
-)
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=ARGUMENT_SPEC,
-        mutually_exclusive=MUTUALLY_EXCLUSIVE,
-        required_if=REQUIRED_IF,
-        supports_check_mode=True,
-    )
-    run_module(module)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

@@ -32,10 +32,12 @@ pytest_pin=$(grep -E '^pytest==' requirements-test.txt)
 versions=()
 hosts=()
 skip_current=0
+row= rowdir=
 sanity_mode=ends
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-current) skip_current=1 ;;
+    --row) row=${2:?--row ROW DIR} rowdir=${3:?--row ROW DIR}; shift 2 ;;
     --sanity) sanity_mode=${2:?--sanity all, ends or none}; shift ;;
     --sanity=*) sanity_mode=${1#--sanity=} ;;
     host-*) hosts+=("${1#host-}") ;;
@@ -46,11 +48,13 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$sanity_mode" in all|ends|none) ;; *) echo "matrix: --sanity $sanity_mode: use all, ends or none"; exit 2 ;; esac
-if [ ${#versions[@]} -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
+if [ -z "$row" ] && [ ${#versions[@]} -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
   mapfile -t versions <<<"$listed"
   read -r -a hosts <<<"$HOST_PYTHONS"
 fi
 
+units_ns=()   # the unit tests' own network namespace, when the pool runs rows side by side
+if [ "${MATRIX_UNITS_NS:-}" = 1 ]; then units_ns=(unshare --net --mount bash -c 'mount -t sysfs sysfs /sys && ip link set lo up && exec "$@"' units); fi
 rows=()      # version|python|sanity|units|sanity s|units s
 failed=0
 skipped=()
@@ -58,6 +62,7 @@ skipped=()
 # unless a matrix venv of this run holds a newer one).
 host_core_venv= host_core=
 if [ -n "$current" ] && [ -x "$root/.venv/bin/python" ]; then host_core_venv="$root/.venv" host_core=$current; fi
+if [ -n "${HOST_CORE_VENV:-}" ]; then host_core_venv=$HOST_CORE_VENV host_core=$HOST_CORE; fi
 newer() { [ -z "$2" ] || [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -n1)" = "$1" ] && [ "$1" != "$2" ]; }
 
 minor_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
@@ -79,24 +84,26 @@ sanity_in() {   # sanity_in VENV LOG [HOSTS]: controller sanity, then compile an
   local venv=$1 log=$2 rc=0 h
   PATH="$venv/bin:$PATH" bash tests/sanity/run.sh > "$log" 2>&1 || rc=1
   for h in ${3:-}; do
-    PATH="$venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" >> "$log" 2>&1 || {
+    PATH="$venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" >> "$log" 2>&1 \
+      || {
       [ $? -eq 3 ] && { echo "sanity: compile and import on Python $h skipped: this machine lacks it"; continue; }
       rc=1; }
   done
   return $rc
 }
 
-for v in "${versions[@]}"; do
+version_row() {   # one ansible-core version: its venv, sanity where asked, the units
+  local v=$1
   line=$(grep -E "^$v[[:space:]]" <<<"$matrix")
   read -r _ prefs supported <<<"$line"
   if [ "$skip_current" = 1 ] && [ "$v" = "$current" ]; then
-    rows+=("$v|.venv|the sanity tier|the unit tier||"); continue
+    rows+=("$v|.venv|the sanity tier|the unit tier||"); return
   fi
   echo; echo "=== ansible-core $v"
   python=$(bash tests/matrix/find-python.sh ${prefs//,/ }) || {
     echo "ansible-core $v: SKIPPED: this machine has no Python ${prefs//,/ or } (pyenv's versions, /usr/bin, PATH)"
     skipped+=("ansible-core $v (needs Python ${prefs//,/ or })")
-    rows+=("$v|none|SKIPPED|SKIPPED||"); continue
+    rows+=("$v|none|SKIPPED|SKIPPED||"); return
   }
   venv="$root/.matrix/ansible-core-$v"
   pyv=$("$python" -V 2>&1 | cut -d' ' -f2)
@@ -111,7 +118,7 @@ for v in "${versions[@]}"; do
            && "$venv/bin/pip" install -q --disable-pip-version-check -c "$venv/constraints.txt" -r requirements.txt \
                 "ansible-core==$v" "$pytest_pin"; }; then
       echo "ansible-core $v: its venv could not be built ($venv)"
-      failed=$((failed + 1)); rows+=("$v|$pyv|venv FAILED|venv FAILED|$((SECONDS - start))|"); continue
+      failed=$((failed + 1)); rows+=("$v|$pyv|venv FAILED|venv FAILED|$((SECONDS - start))|"); return
     fi
     touch "$stamp"
     echo "ansible-core $v: venv built in $((SECONDS - start)) s"
@@ -119,13 +126,13 @@ for v in "${versions[@]}"; do
   got=$("$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)')
   if [ "$got" != "$v" ]; then
     echo "ansible-core $v: $venv runs ansible-core $got"
-    failed=$((failed + 1)); rows+=("$v|$pyv|venv runs $got|venv runs $got||"); continue
+    failed=$((failed + 1)); rows+=("$v|$pyv|venv runs $got|venv runs $got||"); return
   fi
   supports=$(controller_pythons "$venv")
   if [ "$supports" != "$(expand "$supported")" ] || ! grep -qw -- "$(minor_of "$python")" <<<"${supports//,/ }"; then
     echo "ansible-core $v: ansible-test supports controller Pythons $supports; tests/matrix/ansible-core.txt says" \
       "$supported and runs it on $pyv"
-    failed=$((failed + 1)); rows+=("$v|$pyv|controller Pythons $supports|not run||"); continue
+    failed=$((failed + 1)); rows+=("$v|$pyv|controller Pythons $supports|not run||"); return
   fi
   if newer "$v" "$host_core"; then host_core_venv=$venv host_core=$v; fi
   sanity=-; sanity_s=
@@ -142,7 +149,7 @@ for v in "${versions[@]}"; do
       | sort -uV | paste -sd' '), log $venv/sanity.log)"
   fi
   start=$SECONDS
-  if PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not needs_root" tests/unit \
+  if PATH="$venv/bin:$PATH" "${units_ns[@]}" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not needs_root" tests/unit \
       > "$venv/units.log" 2>&1; then units=passed
   else units=FAILED; tail -40 "$venv/units.log"; fi
   units_s=$((SECONDS - start))
@@ -150,24 +157,26 @@ for v in "${versions[@]}"; do
   echo "ansible-core $v: units $units in $units_s s ($summary)"
   [ "$sanity" != FAILED ] && [ "$units" = passed ] || failed=$((failed + 1))
   rows+=("$v|$pyv|$sanity|$units: $summary|$sanity_s|$units_s")
-done
+}
 
-for h in "${hosts[@]}"; do
+host_row() {   # one host Python: compile and import, the host-side units
+  local h=$1
   echo; echo "=== host Python $h"
   if ! found=$(bash tests/matrix/find-python.sh "$h"); then
     echo "host Python $h: SKIPPED: this machine lacks it (pyenv's versions, /usr/bin, PATH)"
-    skipped+=("host Python $h"); rows+=("host $h|none|SKIPPED|SKIPPED||"); continue
+    skipped+=("host Python $h"); rows+=("host $h|none|SKIPPED|SKIPPED||"); return
   fi
   if [ -z "$host_core_venv" ]; then
     echo "host Python $h: SKIPPED: no ansible-core ran here (no .venv, no matrix venv) to lend its ansible-test"
     skipped+=("host Python $h (no ansible-core)"); rows+=("host $h|$("$found" -V | cut -d' ' -f2)|SKIPPED|SKIPPED||")
-    continue
+    return
   fi
   core=$host_core
   log="$root/.matrix/host-python-$h.sanity.log"
   mkdir -p "$root/.matrix"
   start=$SECONDS
-  if PATH="$host_core_venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" > "$log" 2>&1; then sanity=passed
+  if PATH="$host_core_venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" \
+      > "$log" 2>&1; then sanity=passed
   else sanity=FAILED; tail -40 "$log"; fi
   sanity_s=$((SECONDS - start))
   echo "host Python $h: sanity (compile, import; ansible-test $core) $sanity in $sanity_s s (log $log)"
@@ -180,8 +189,76 @@ for h in "${hosts[@]}"; do
   echo "host Python $h: units (module_utils of ansible-core $core) $units in $units_s s ($summary)"
   [ "$sanity" = passed ] && [ "$units" = passed ] || failed=$((failed + 1))
   rows+=("host $h|$("$found" -V | cut -d' ' -f2)|compile, import: $sanity|$units: $summary|$sanity_s|$units_s")
-done
+}
 
+# One row alone (run.sh --row ROW DIR, as the pool below starts it): its lines on stdout, its table row, what it
+# skipped and whether it failed in DIR/ROW.*.
+if [ -n "$row" ]; then
+  case "$row" in host-*) host_row "${row#host-}" ;; *) version_row "$row" ;; esac
+  printf '%s\n' "${rows[@]}" > "$rowdir/$row.row"
+  [ ${#skipped[@]} -eq 0 ] || printf '%s\n' "${skipped[@]}" > "$rowdir/$row.skipped"
+  echo "$failed" > "$rowdir/$row.failed"
+  exit 0
+fi
+
+# The pool. Every row is its own process (run.sh --row), up to MATRIX_JOBS (default 2) at once: a row's time is
+# mostly its tests' waits (sockets, timers, child processes), not CPU. As root, each row's unit tests run in a network
+# namespace of their own (unshare --net, its loopback up, and /sys mounted again as ip netns exec does, so that
+# /sys/class/net is that namespace's: MATRIX_UNITS_NS), so that two rows' tests binding the same loopback port never
+# meet (the venvs are built outside it: pip needs the index); otherwise (not root, no unshare,
+# MATRIX_JOBS=1) one row at a time. ansible-test sanity, which is CPU, runs in one row
+# at a time (a lock). The rows' output is printed in the matrix's order once they have all ended.
+mkdir -p "$root/.matrix"
+rowdir=$(mktemp -d "$root/.matrix/rows.XXXXXX")
+trap 'rm -rf "$rowdir"' EXIT
+jobs_max=${MATRIX_JOBS:-2}
+isolated=
+if [ "$jobs_max" -gt 1 ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null \
+    && unshare --net --mount true 2>/dev/null; then
+  isolated=1
+else
+  jobs_max=1
+fi
+order=()
+for v in "${versions[@]}"; do order+=("$v"); done
+late=()
+for h in "${hosts[@]}"; do
+  # the host rows lend .venv's ansible-test; without a .venv, the newest matrix venv's, once it is built
+  if [ -n "$host_core_venv" ]; then order+=("host-$h"); else late+=("host-$h"); fi
+done
+echo "matrix: ${#order[@]} row(s), $jobs_max at a time$([ -n "$isolated" ] && echo ", each one's unit tests in a netns")"
+start_pool=$SECONDS
+run_rows() {
+  local r
+  for r in "$@"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+    HOST_CORE_VENV=$host_core_venv HOST_CORE=$host_core MATRIX_UNITS_NS=$isolated \
+      bash "$root/tests/matrix/run.sh" --row "$r" "$rowdir" $([ "$skip_current" = 1 ] && echo --skip-current) \
+      --sanity "$sanity_mode" > "$rowdir/$r.out" 2>&1 &
+  done
+  wait
+}
+collect() {
+  local r
+  for r in "$@"; do
+    echo; cat "$rowdir/$r.out"
+    if [ -s "$rowdir/$r.row" ]; then mapfile -t -O "${#rows[@]}" rows < "$rowdir/$r.row"
+    else rows+=("$r|?|ended without a row|see above||"); failed=$((failed + 1)); fi
+    [ -s "$rowdir/$r.skipped" ] && mapfile -t -O "${#skipped[@]}" skipped < "$rowdir/$r.skipped"
+    failed=$((failed + $(cat "$rowdir/$r.failed" 2>/dev/null || echo 1)))
+  done
+}
+run_rows "${order[@]}"
+collect "${order[@]}"
+if [ ${#late[@]} -gt 0 ]; then
+  for v in "${versions[@]}"; do
+    venv="$root/.matrix/ansible-core-$v"
+    [ -x "$venv/bin/python" ] && newer "$v" "$host_core" && host_core_venv=$venv host_core=$v
+  done
+  run_rows "${late[@]}"
+  collect "${late[@]}"
+fi
+echo; echo "matrix: rows ran in $((SECONDS - start_pool)) s of wall time"
 echo
 printf '%-13s %-9s %-24s %-46s %8s %7s\n' "ansible-core" "Python" "sanity" "units" "sanity s" "units s"
 for r in "${rows[@]}"; do

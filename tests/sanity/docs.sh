@@ -18,16 +18,30 @@ check() {
     out=$(grep -v -e "Deprecation warnings can be disabled" -e "DEPRECATION WARNING.*aifabric.lab.$name" <<<"$out")
   fi
   if [ -z "$out" ] || grep -qE "\[(WARNING|ERROR)\]|^ansible-doc failed" <<<"$out"; then
-    echo "ansible-doc -t $type aifabric.lab.$name: FAILED"; echo "$out" | head -20; fail=1
+    echo "ansible-doc -t $type aifabric.lab.$name: FAILED"; echo "$out" | head -20; return 1
   else
     echo "ansible-doc -t $type aifabric.lab.$name: ok ($(wc -l <<<"$out") lines)"
   fi
 }
-for f in plugins/modules/*.py; do check module "$(basename "$f" .py)"; done
-for f in plugins/connection/*.py; do check connection "$(basename "$f" .py)"; done
-for f in plugins/callback/*.py; do check callback "$(basename "$f" .py)"; done
-for f in plugins/filter/*.yml; do check filter "$(basename "$f" .yml)"; done
+# Two at a time (ansible-doc's time is its own start-up, on a 2-core machine), printed in order.
+out_dir=$(mktemp -d)
+trap 'rm -rf "$out_dir"' EXIT
+n=0
+run() {
+  while [ "$(jobs -rp | wc -l)" -ge "${DOCS_JOBS:-2}" ]; do wait -n || true; done
+  n=$((n + 1))
+  { if check "$1" "$2" > "$out_dir/$n.out"; then echo 0; else echo 1; fi > "$out_dir/$n.rc"; } &
+}
+for f in plugins/modules/*.py; do run module "$(basename "$f" .py)"; done
+for f in plugins/connection/*.py; do run connection "$(basename "$f" .py)"; done
+for f in plugins/callback/*.py; do run callback "$(basename "$f" .py)"; done
+for f in plugins/filter/*.yml; do run filter "$(basename "$f" .yml)"; done
 for r in roles/*/meta/argument_specs.yml; do
-  check role "$(basename "$(dirname "$(dirname "$r")")")"
+  run role "$(basename "$(dirname "$(dirname "$r")")")"
+done
+wait
+for i in $(seq 1 "$n"); do
+  cat "$out_dir/$i.out"
+  [ "$(cat "$out_dir/$i.rc" 2>/dev/null)" = 0 ] || fail=1
 done
 exit $fail

@@ -12,6 +12,11 @@ host_python=
 if [ "${1:-}" = --host-python ]; then
   host_python=${2:?--host-python needs a version, like 3.9}; shift 2
 fi
+# One sanity run at a time on this checkout (make test's sanity tier and the matrix's rows run side by side): they share
+# this copy and ~/.ansible/test.
+mkdir -p "$root/build"
+exec 9> "$root/build/.sanity.lock"
+flock 9
 dest="$root/build/ansible-test/ansible_collections/aifabric/lab"
 rm -rf "$dest"
 mkdir -p "$dest"
@@ -31,7 +36,7 @@ pip_versions=$(grep -rhoE "(pip_version = |PIP_VERSION = |pip=)'[0-9.]+'" "$test
   | sort -u || true)
 mkdir -p ~/.ansible/test/cache
 for v in $pip_versions 24.2 24.3.1 25.0.1; do
-  cp "$root/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/get_pip_${v//./_}.py
+  cp "$root/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/.get_pip.$$ && mv -f ~/.ansible/test/cache/.get_pip.$$ ~/.ansible/test/cache/get_pip_${v//./_}.py
 done
 if [ -z "$host_python" ]; then
   exec ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --local \

@@ -14,46 +14,42 @@ from .._units import UnitError, parse_rate, parse_size
 from . import server as _flow_server
 from .engine import FlowError, FlowSpec, PerftestOptions, check_start_window, engine_class, parse_instant
 from .engine import check_address as _check_address
-from .perftest_cli import TOOLS
+from .perftest_args import perftest_argument_spec
 from .state import DEFAULT_STATE_DIR, UnsafeName, check_name
 
-_PERFTEST = PerftestOptions()
-ARGUMENT_SPEC = dict(
-    engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
-    tool=dict(type="str", default=_PERFTEST.tool, choices=list(TOOLS)),
-    device=dict(type="str"),
-    ib_port=dict(type="int", default=_PERFTEST.ib_port),
-    gid_index=dict(type="int"),
-    msg_size=dict(type="int", default=_PERFTEST.msg_size),
-    qps=dict(type="int", default=_PERFTEST.qps),
-    rdma_cm=dict(type="bool", default=_PERFTEST.rdma_cm),
-    qp_timeout=dict(type="int"),
-    rate_limit=dict(type="str"),
-    role=dict(type="str", required=True, choices=["server", "client"]),
-    state=dict(type="str", default="started", choices=["started", "stopped"]),
-    address=dict(type="str", required=True),
-    port=dict(type="int", default=18600),
-    source=dict(type="str"),
-    token=dict(type="str", required=True, no_log=True),
-    flow_id=dict(type="str"),
-    volume=dict(type="raw"),
-    duration=dict(type="float"),
-    start_at=dict(type="raw"),
-    start_tolerance=dict(type="float", default=0.001),
-    strict_start=dict(type="bool", default=False),
-    streams=dict(type="int", default=1),
-    timeout=dict(type="float", default=300.0),
-    interval=dict(type="float", default=1.0),
-    expected_clients=dict(type="int", default=1),
-    max_bytes=dict(type="raw"),
-    annotations=dict(type="dict", default={}),
-    result_dir=dict(type="path"),
-    background=dict(type="bool", default=False),
-    state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
-    stop_wait=dict(type="float", default=10.0),
-)
-MUTUALLY_EXCLUSIVE = [("volume", "duration")]
-REQUIRED_IF = [("role", "client", ("start_at",))]
+
+def module_args():
+    """``AnsibleModule``'s arguments for ``aifabric.lab.flow``, a fresh copy per call; the perftest options are the
+    one spec of ``perftest_args``."""
+    argument_spec = dict(
+        engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
+        rate_limit=dict(type="str"),
+        role=dict(type="str", required=True, choices=["server", "client"]),
+        state=dict(type="str", default="started", choices=["started", "stopped"]),
+        address=dict(type="str", required=True),
+        port=dict(type="int", default=18600),
+        source=dict(type="str"),
+        token=dict(type="str", required=True, no_log=True),
+        flow_id=dict(type="str"),
+        volume=dict(type="raw"),
+        duration=dict(type="float"),
+        start_at=dict(type="raw"),
+        start_tolerance=dict(type="float", default=0.001),
+        strict_start=dict(type="bool", default=False),
+        streams=dict(type="int", default=1),
+        timeout=dict(type="float", default=300.0),
+        interval=dict(type="float", default=1.0),
+        expected_clients=dict(type="int", default=1),
+        max_bytes=dict(type="raw"),
+        annotations=dict(type="dict", default={}),
+        result_dir=dict(type="path"),
+        background=dict(type="bool", default=False),
+        state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
+        stop_wait=dict(type="float", default=10.0),
+    )
+    argument_spec.update(perftest_argument_spec())
+    return dict(argument_spec=argument_spec, mutually_exclusive=[("volume", "duration")],
+                required_if=[("role", "client", ("start_at",))], supports_check_mode=True)
 
 
 def build_spec(params, now=None):

@@ -7,8 +7,8 @@ import os
 import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowError
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.module import (
-    ARGUMENT_SPEC,
     build_spec,
+    module_args,
     parse_instant,
     write_result,
 )
@@ -17,7 +17,7 @@ NOW = 1_800_000_000.0
 
 
 def params(**kw):
-    base = {k: v.get("default") for k, v in ARGUMENT_SPEC.items()}
+    base = {k: v.get("default") for k, v in module_args()["argument_spec"].items()}
     base.update(role="client", address="198.18.0.1", token="t", volume="1GB", start_at=NOW + 5)
     base.update(kw)
     return base
@@ -97,4 +97,4 @@ def test_a_flow_id_that_would_reach_a_path_is_refused(flow_id, message):
 
 
 def test_the_token_is_never_logged():
-    assert ARGUMENT_SPEC["token"]["no_log"] is True
+    assert module_args()["argument_spec"]["token"]["no_log"] is True
