@@ -160,6 +160,9 @@ class _Writer:
     def add_events(self, step, events):
         self._write("add_events", step, events)
 
+    def add_program(self, step, host, result):
+        self._write("add_program", step, host, result)
+
     def set_kernel(self, host, kernel):
         self.set_fact(host, "kernel", kernel)
 

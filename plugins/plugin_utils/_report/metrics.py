@@ -49,6 +49,16 @@ METRICS = {
                                                     "mean)"),
     "aifabric_experiment_step_cv_ratio": ("ratio", "the step time's coefficient of variation over the experiment's "
                                                    "steps (the test report's repeatability)"),
+    "aifabric_job_jct_seconds": ("seconds", "a job step's job completion time (JCT)"),
+    "aifabric_job_predicted_jct_seconds": ("seconds", "the JCT the dependency-aware simulation predicted"),
+    "aifabric_job_iteration_seconds": ("seconds", "a job's iteration times (label stat: min, mean, p50, p90, p99, "
+                                                  "max)"),
+    "aifabric_job_iteration_cv_ratio": ("ratio", "the iteration time's coefficient of variation (the draft's "
+                                                 "repeatability figure)"),
+    "aifabric_job_max_deviation_ratio": ("ratio", "the largest (predicted - measured) / measured of an iteration"),
+    "aifabric_job_jct_ratio": ("ratio", "JCT / Roofline_seq (draft-calabria-bmwg-ai-fabric-training-bench 10.1)"),
+    "aifabric_job_collective_busbw_bytes_per_second": ("bytes_per_second", "a job collective's busbw (nccl-tests' "
+                                                                           "factors)"),
     "aifabric_collective_seconds": ("seconds", "a collective's repetition time"),
     "aifabric_collective_algbw_bytes_per_second": ("bytes_per_second", "a collective repetition's algbw"),
     "aifabric_collective_busbw_bytes_per_second": ("bytes_per_second", "a collective repetition's busbw "
@@ -113,6 +123,22 @@ def _experiments_of(report):
     return out
 
 
+def _job_metrics(fam, labels, job):
+    if not job:
+        return
+    fam.add("aifabric_job_jct_seconds", labels, job.get("jct_s"))
+    fam.add("aifabric_job_predicted_jct_seconds", labels, job.get("predicted_jct_s"))
+    for stat in ("min", "mean", "p50", "p90", "p99", "max"):
+        fam.add("aifabric_job_iteration_seconds", dict(labels, stat=stat), (job.get("iterations") or {}).get(stat))
+    fam.add("aifabric_job_iteration_cv_ratio", labels, job.get("cv"))
+    fam.add("aifabric_job_max_deviation_ratio", labels, job.get("max_deviation"))
+    fam.add("aifabric_job_jct_ratio", labels, (job.get("roofline") or {}).get("jct_ratio"))
+    for c in job.get("collectives") or []:
+        if c.get("busbw_GBps") is not None:
+            cl = dict(labels, collective=str(c.get("index")), op=c.get("op") or "", algorithm=c.get("algorithm") or "")
+            fam.add("aifabric_job_collective_busbw_bytes_per_second", cl, round(c["busbw_GBps"] * 1e9, 3))
+
+
 def metrics_text(report):
     """metrics.prom's text for ``report`` (``build.analyze_run``'s result)."""
     fam = _Families()
@@ -142,10 +168,12 @@ def metrics_text(report):
             if s.get("aggregate_gbps") is not None:
                 fam.add("aifabric_step_goodput_bits_per_second", labels, round(s["aggregate_gbps"] * 1e9, 3))
         straggler = s.get("straggler")
-        if straggler:
-            fam.add("aifabric_step_straggler_seconds", dict(labels, host=straggler["host"]), straggler["completion_s"])
+        if straggler:  # a job's straggler is {host, cause}: who was waited for most, not a completion
+            fam.add("aifabric_step_straggler_seconds", dict(labels, host=straggler["host"]),
+                    straggler.get("completion_s"))
             fam.add("aifabric_step_straggler_behind_next_seconds", dict(labels, host=straggler["host"]),
-                    straggler["behind_next_s"])
+                    straggler.get("behind_next_s"))
+        _job_metrics(fam, labels, s.get("job"))
         if s.get("refused") is not None:
             fam.add("aifabric_step_refused_connections", labels, s["refused_total"])
         counters = s.get("counters")

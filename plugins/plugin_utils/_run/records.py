@@ -187,6 +187,7 @@ class Collector:
         self.coordinators = {}  # step -> the host that coordinated it (the collecting task's)
         self.kernels = {}  # host -> kernel
         self.nics = {}  # host -> the NIC its step ran on (module_utils/_nic.identify)
+        self.programs = {}  # step -> {host: program result} (a job's steps)
         self._fabric_before = {}
 
     def add_flow(self, step, host, record, fill_only=False):
@@ -217,9 +218,11 @@ class Collector:
         self.writer.add_counters(step, host, entry)
 
     def add_part(self, step, host, part, fill_only=False):
-        """A host's part of a step (its client flows, its counters, its kernel)."""
+        """A host's part of a step (its client flows, its job program's result, its counters, its kernel)."""
         for flow in part.get("clients") or []:
             self.add_flow(step, host, flow, fill_only=fill_only)
+        if isinstance(part.get("program"), dict):
+            self.add_program(step, host, part["program"], fill_only=fill_only)
         self.add_counters(step, host, part.get("counters"))
         self.add_events(step, _part_events(host, part))
         if part.get("kernel") and self.kernels.get(host) != part["kernel"]:
@@ -260,6 +263,15 @@ class Collector:
             self.starts[step] = start_summary(record)
             self.writer.add_start(step, self.starts[step])
 
+    def add_program(self, step, host, result, fill_only=False):
+        """A job step's host result (docs/job-contract.md section 2): kept as it came, the first one kept when
+        ``fill_only``."""
+        programs = self.programs.setdefault(step, {})
+        if fill_only and host in programs:
+            return
+        programs[host] = result
+        self.writer.add_program(step, host, result)
+
     def add_failed_clients(self, step, host, clients, cause):
         """A host's flows that a task could not start: each failed with the task's cause."""
         for client in clients or []:
@@ -299,4 +311,4 @@ def run_from_records(records, plan, applied=None, baseline=None):
         if isinstance(record, dict):
             collector.add_step_record(record)
     return build_run(collector.records(), plans, collector.counters, collector.starts, experiments=[plan],
-                     events=collector.events)
+                     events=collector.events, programs=collector.programs)

@@ -99,7 +99,15 @@ FULL = {
                "refused_total": 2,
                "counters": {"verdict": "error counters zero", "disagreements": [],
                             "hosts": {"w3": {"errors": {}, "congestion": {"qdisc/eth0/overlimits": 7}}}},
-               "workers": [{"host": "w3", "completion_s": 4.0, "idle_share": 0.0, "gbps": 2.0}]}],
+               "workers": [{"host": "w3", "completion_s": 4.0, "idle_share": 0.0, "gbps": 2.0}]},
+              {"step": "job", "kind": "job", "status": "ok", "step_s": 2.0, "predicted_step_s": 1.98,
+               "straggler": {"host": "w3", "cause": "its path throttled"},
+               "workers": [{"host": "w3", "completion_s": 2.0, "idle_share": 0.0}],
+               "job": {"jct_s": 2.0, "predicted_jct_s": 1.98, "cv": 0.01, "max_deviation": -0.015,
+                       "iterations": {"n": 20, "min": 0.09, "mean": 0.1, "p50": 0.1, "p90": 0.104, "p99": 0.11,
+                                      "max": 0.11},
+                       "roofline": {"jct_ratio": 1.25},
+                       "collectives": [{"index": 0, "op": "allreduce", "algorithm": "ring", "busbw_GBps": 0.5}]}}],
     "experiments": [{"name": "allreduce", "pattern": "ring", "steps": 2,
                      "series": [{"step": "allreduce.1"}, {"step": "allreduce.2"}],
                      "step_s": {"p50": 4.0, "p90": 4.0, "p99": 4.0, "min": 4.0, "max": 4.0, "mean": 4.0},
@@ -117,3 +125,11 @@ def test_every_family_is_written_when_its_figure_exists():
            ("run", "20261201T120000-demo"))
     assert samples[("aifabric_collective_busbw_bytes_per_second", rep)] == 0.25e9
     assert samples[("aifabric_run_ok", (("run", "20261201T120000-demo"),))] == 0.0
+    job = (("experiment", "job"), ("kind", "job"), ("pattern", ""), ("run", "20261201T120000-demo"), ("step", "job"))
+    assert samples[("aifabric_job_jct_seconds", job)] == 2.0
+    assert samples[("aifabric_job_iteration_seconds", tuple(sorted(job + (("stat", "p99"),))))] == 0.11
+    assert samples[("aifabric_job_jct_ratio", job)] == 1.25
+    assert samples[("aifabric_job_collective_busbw_bytes_per_second",
+                    tuple(sorted(job + (("algorithm", "ring"), ("collective", "0"), ("op", "allreduce")))))] == 0.5e9
+    # a job's straggler names who was waited for, not a completion: no straggler seconds for it
+    assert not [k for k in samples if k[0] == "aifabric_step_straggler_seconds" and ("step", "job") in k[1]]

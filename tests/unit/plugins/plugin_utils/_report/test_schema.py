@@ -90,3 +90,20 @@ def test_what_cannot_be_is_refused(tmp_path, path, value, message):
         node = node[key]
     node[path[-1]] = value
     assert any(message in e for e in _errors(report)), _errors(report)
+
+
+def test_a_job_steps_report_validates(tmp_path):
+    """A job's step (issue 26): its programs' results through the run directory, analysed beside the prediction."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "plugin_utils", "_analysis"))
+    job = importlib.import_module("test_job_step")
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import build_report, report_files
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.records import Collector
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run
+
+    plan = job.the_plan()
+    run = RunDirectory(str(tmp_path), label="job")
+    run.write_plan([plan], {"hosts": {}})
+    Collector(writer=run, planned=lambda step: True).add_step_record(job.record(plan, k=1.05))
+    report = json.loads(report_files(build_report(load_run(run.path)))["report.json"])
+    assert report["steps"][0]["kind"] == "job" and report["steps"][0]["job"]["jct_s"] > 0
+    assert _errors(report) == []
