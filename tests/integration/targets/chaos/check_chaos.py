@@ -6,7 +6,6 @@
   --refused ADDRESS   a peer at ADDRESS is listed as refused somewhere in the step's report (the rendezvous' or a
                       flow server's list), with a reason
   --survived H1,H2    the report says these hosts' results survived a coordinator that died
-  --anomaly H=TEXT    the step's anomalies name host H with TEXT (a result file it could not keep, ...)
 Every case also checks that report.json validates against docs/report.schema.json (a real run's report), that its
 test report names the driver of the NIC each kept host's step ran on, and that metrics.prom is whole (# EOF).
 Prints one line for the closing table: the step's status, the flows kept and the causes named.
@@ -50,7 +49,6 @@ def main():
     parser.add_argument("--named", action="append", default=[])
     parser.add_argument("--refused", action="append", default=[])
     parser.add_argument("--survived", default="")
-    parser.add_argument("--anomaly", action="append", default=[])
     args = parser.parse_args()
     report = json.load(open(os.path.join(args.run, "report.json")))
     schema_note = check_schema(report)
@@ -85,11 +83,6 @@ def main():
     if survived:
         text = json.dumps(step)
         assert all(h in text for h in survived) and "surviv" in text, ("survivors not named", step.get("failed"))
-    for item in args.anomaly:
-        host, text = item.split("=", 1)
-        said = [a for a in step.get("anomalies") or [] if a.startswith(host + " ") and text in a]
-        assert said, ("no anomaly of %s saying %r" % (host, text), step.get("anomalies"))
-        named.append(said[0][:90])
     causes = "; ".join(named) or "-"
     print("%s | kept on disk: %s | %s%s" % (step["status"], ", ".join(kept) or "-", causes, schema_note))
 
