@@ -38,9 +38,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 LAB_VARS    ?=
 LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
-.PHONY: help setup setup-test demo test lab-up lab-down units integration molecule sanity lint vmlab-demo \
+.PHONY: help setup setup-test demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
-        history history-rebuild compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
+        history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
         clean-vmlab
 
 help: ## list the targets
@@ -125,6 +125,16 @@ census: setup ## the seed's census: the barrier step with mice beside it, the si
 	  ansible-playbook playbooks/lab_up.yml >/dev/null && \
 	  ansible-playbook playbooks/census.yml -e experiment_progress=false
 
+job: setup ## a training job on 8 netns workers: 20 iterations of ring AllReduce, one path throttled (JOB_VARS)
+	@trap 'ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/netns8 playbooks/lab_up.yml >/dev/null && \
+	  ansible-playbook -i inventories/netns8 playbooks/job.yml -e experiment_progress=false $(if $(JOB_VARS),-e '$(JOB_VARS)')
+
+sweep: setup ## nccl-tests-style size sweep of ring and tree AllReduce on 8 netns workers, with the prediction
+	@trap 'ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/netns8 playbooks/lab_up.yml >/dev/null && \
+	  ansible-playbook -i inventories/netns8 playbooks/sweep.yml -e experiment_progress=false $(if $(SWEEP_VARS),-e '$(SWEEP_VARS)')
+
 lab-up: setup ## bring the netns lab up, or change it in place (LAB_VARS='lab_line_rate=4gbit lab_mtu=1500')
 	ansible-playbook playbooks/lab_up.yml $(LAB_EXTRA)
 
@@ -139,6 +149,9 @@ history: setup ## the recorded runs with their step time, straggler, idle share:
 
 history-rebuild: setup ## index every run directory under runs/ again (runs/history.sqlite)
 	ansible-playbook playbooks/history.yml -e rebuild=true $(if $(N),-e limit=$(N))
+
+history-export: setup ## the history for other tools, a row per step: make history-export [FORMAT=jsonl|csv] [OUT=file]
+	ansible-playbook playbooks/history_export.yml $(if $(FORMAT),-e format=$(FORMAT)) $(if $(OUT),-e out=$(OUT))
 
 compare: setup ## what changed between two runs: make compare [A=latest~1] [B=latest] (ids, run dirs, latest~N)
 	ansible-playbook playbooks/compare.yml $(if $(A),-e a=$(A)) $(if $(B),-e b=$(B))

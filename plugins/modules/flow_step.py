@@ -30,6 +30,10 @@ description:
   - Several client flows per host run at once (O(clients)), each with O(clients[].streams) parallel connections
     (tcp) or C(perftest.qps) queue pairs; a server accepts many (O(servers[].expected_clients) counts connections).
   - Each host snapshots its counters (O(counters)) before arming and after its flows and servers are done.
+  - A host's part may carry a job O(program) instead of, or beside, its flows - a training job's traffic (collectives
+    chained by their data, many iterations) that the host runs from the one common instant at its own pace, with no
+    task between its rounds or iterations. Every op's start, first byte and end come back in the host's result
+    (C(program)). See C(docs/job-contract.md) and C(docs/jobs-host.md).
 author:
   - aifabric.lab contributors (@aifabric)
 requirements:
@@ -241,8 +245,23 @@ options:
             microseconds, and, with O(state=started), when it passed more than 1 s ago or lies further ahead than
             O(arm_timeout) allows.
         type: raw
+  program: &program
+    description:
+      - This host's job program (C(docs/job-contract.md) section 1) - C(version) 1, C(iterations), C(listen) (where
+        this host's program server listens, when it receives), C(peers) (name to C({address, port}) of every host it
+        sends to, named as in O(rendezvous.parties)), C(window), C(window_by_channel), C(timeout) and C(ops)
+        (C(compute), C(send) or C(recv) with their C(deps) and C(deps_prev)). An experiment with a C(job) gets one
+        per host from its plan (C(docs/jobs.md)).
+      - Its server is bound by the task, before anything else starts (a taken port fails the task naming it); it is
+        armed with the host's flows and fired at the step's instant; the step's O(timeout) is its timeout unless it
+        gives its own.
+      - A bad program is refused naming the field (C(program.ops[12].deps)), the value and the fix. Only with the
+        tcp O(engine) (perftest runs one transfer per process).
+    type: dict
+    version_added: 0.5.0
   counters: &counters
-    description: The counters this host snapshots before arming and after the step (see M(aifabric.lab.port_counters)).
+    description: The counters this host snapshots before arming and after the step (see
+      M(aifabric.lab.port_counters_info)).
     type: dict
     suboptions:
       interface:
@@ -286,6 +305,7 @@ options:
       servers: *servers
       clients: *clients
       counters: *counters
+      program: *program
   arm_timeout:
     description:
       - Seconds, from the start of a host's part, within which every host must arm. A host that has not armed by
@@ -471,10 +491,17 @@ step:
       elements: str
       version_added: 0.5.0
     hosts:
-      description: Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
-        C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)),
-        C(kernel) (the host's kernel release, for the run record), and C(result_file_error) when the host could not
-        write its own copy of the result (a full or read-only disk; the result came over the network all the same).
+      description:
+        - Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
+          C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)),
+          C(kernel) (the host's kernel release, for the run record), C(nic) (with counters, the NIC the step ran on,
+          its driver, driver version, firmware, PCI id, NUMA node, speed and MTU where the host has them, read after
+          the flows, for the test report), and C(result_file_error) when the host could not write its own copy of the
+          result (a full or read-only disk; the result came over the network all the same).
+        - With O(program), C(program) - the contract's section 2 (C(docs/job-contract.md)) - C(status) (V(ok),
+          V(error), V(timeout), V(aborted)), C(error), C(at), C(iterations), C(ops), C(detail), C(sampled),
+          C(t) (C(start), C(first), C(end) - per sampled iteration, one value per op, seconds after the instant),
+          C(iteration_end), C(bytes_sent), C(bytes_received), C(cpu_s), C(connections), C(refused).
       type: dict
 signal:
   description: With O(state=stopped), the signal that ended a still running part, or null.

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The host side of a job program (JOB_CONTRACT.md): one host's ops, run from the instant at the host's own pace.
+"""The host side of a job program (docs/job-contract.md): one host's ops, run from the instant at the host's own pace.
 
 ``ProgramFlow`` is a ``ClientFlow``. The module's process binds the program server (``ProgramFlow.listen``) before
 the daemon forks; the daemon arms (accepts the connections its recvs need, connects to every peer it sends to, per
@@ -664,7 +664,7 @@ class _In:
 
 
 class ProgramFlow(ClientFlow):
-    """One host's program of a synchronized step (JOB_CONTRACT.md sections 1 and 2).
+    """One host's program of a synchronized step (docs/job-contract.md sections 1 and 2).
 
     ``program``: the ``program`` dict (or a parsed ``Program``); ``token``: the run token; ``host``: this host's
     name as its peers' programs call it; ``listener``: the socket ``ProgramFlow.listen`` bound in the module's
@@ -1188,6 +1188,11 @@ class ProgramFlow(ClientFlow):
             connections=[self._connection(c, "send") for c in self._outs.values()]
             + [self._connection(c, "recv") for c in self._ins.values()],
         )
+
+    def not_started(self, status, error):
+        """The result of a program that was never fired (the step was aborted before its instant): the contract's
+        keys, nothing measured."""
+        self._not_started(status, error)
 
     def _not_started(self, status, error):
         """The result of a program that never ran: the contract's keys, nothing measured."""

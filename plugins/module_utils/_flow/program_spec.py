@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The job program of one host (JOB_CONTRACT.md section 1), checked and typed before anything is bound or sent.
+"""The job program of one host (docs/job-contract.md section 1), checked and typed before anything is bound or sent.
 
 ``parse_program(value)`` returns a ``Program`` or raises ``FlowError`` whose message names the exact field
 (``program.ops[12].deps``), the value and the fix. Everything the executor (``program.py``) needs is computed here

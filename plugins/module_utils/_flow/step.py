@@ -10,7 +10,9 @@ nothing fires until every host has armed. The daemon:
 
 1. snapshots the host's counters (the wire's books before),
 2. runs its servers, and the coordinator when this host coordinates the rendezvous,
-3. connects to the rendezvous, arms its client flows (connected and admitted by their servers) and says so,
+3. connects to the rendezvous, arms its client flows (connected and admitted by their servers) and its job program
+   (``program.ProgramFlow``: its server bound in the module's process, its connections to and from its peers made)
+   and says so,
 4. on ``fire`` waits for the instant on an absolute timer (no spin) and sends; on ``abort`` ends its flows,
 5. waits for its servers, snapshots the counters again, writes its result on the host (atomically: nothing measured
    is lost; a full disk is noted in the result, which still goes out) and sends it to the coordinator, which writes
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from .. import _netns_enter as _netns
 from .._atomic import write_json as write_json_atomic
 from .._counters import snapshot
+from .._nic import identify as identify_nic
 from .clock import set_normal, set_realtime, tight_timers
 from .daemon import fork_reporting, gather, spawn
 from .engine import FlowSpec, engine_class
@@ -69,6 +72,8 @@ __all__ = ["HostPart", "start", "start_in_namespaces", "collect", "stop"]
 def preload(part):
     """Import, before the fork, what this part's daemon will need."""
     engine_class(part.engine)
+    if part.program is not None:
+        from . import program as _program  # noqa: F401  pylint: disable=unused-import
     if part.counters and part.counters.get("qdiscs"):
         from .. import _tc  # noqa: F401  pylint: disable=unused-import
 
@@ -92,6 +97,7 @@ class HostPart:
     timeout: float = 300.0
     step: str | None = None
     owner: dict | None = None  # the experiment that holds this part (module_utils/_owner.py), kept in its PID file
+    program: object = None  # the host's job program (program_spec.Program, docs/job-contract.md section 1), or None
 
     @property
     def run(self):
@@ -102,8 +108,17 @@ class HostPart:
         return self.rendezvous.get("host") == self.party
 
 
+def _nic(part):
+    """The step's NIC as the test report identifies it (``_nic.identify``), read after the flows; a NIC that cannot
+    be read is said in one line, never costs the result."""
+    try:
+        return identify_nic(part.counters.get("interface"), (part.counters.get("rdma_devices") or [None])[0])
+    except Exception as exc:  # noqa: BLE001  an identification that cannot be read must not cost the flows
+        return {"interface": part.counters.get("interface"), "error": "%s: %s" % (type(exc).__name__, exc)}
+
+
 def _counters(spec):
-    """A snapshot of the host's counters (see the port_counters module), or the reason it could not be taken."""
+    """A snapshot of the host's counters (see the port_counters_info module), or the reason it could not be taken."""
     try:
         if spec.get("qdiscs"):
             # pyroute2 is imported here, not with this file: it costs a tenth of a second, which every host's task
@@ -123,8 +138,9 @@ def _counters(spec):
 
 # --------------------------------------------------------------------------------------------------- the daemon
 class _Daemon:
-    def __init__(self, part, listeners, coordinator_listener, arm_deadline, state_dir):
-        """``arm_deadline``: on the monotonic clock."""
+    def __init__(self, part, listeners, coordinator_listener, arm_deadline, state_dir, program_listener=None):
+        """``arm_deadline``: on the monotonic clock. ``program_listener``: the program server's socket, bound in the
+        module's process (``ProgramFlow.listen``)."""
         self.part = part
         self.state_dir = state_dir
         self.listeners = listeners
@@ -134,6 +150,14 @@ class _Daemon:
         self.stop = threading.Event()
         self.abort_reason = None
         self.flows = [self.engine.client(spec) for spec, _ann in part.clients]
+        # the job program is one more armed flow (armed, fired at the instant and watched with the others); its
+        # result is the host's "program" part, not one of its clients
+        self.program = None
+        if part.program is not None:
+            from .program import ProgramFlow
+            self.program = ProgramFlow(part.program, part.token, part.party, listener=program_listener,
+                                       timeout=part.timeout)
+            self.flows.append(self.program)
         self.fired = [None] * len(self.flows)
         self.fire_event = threading.Event()
         self.fire_at = None
@@ -199,6 +223,7 @@ class _Daemon:
         out["servers"] = [r for r in server_results if r is not None]
         if part.counters is not None:
             out["counters"]["after"] = _counters(part.counters)
+            out["nic"] = _nic(part)
         self._verdict()
         out["ended_at"] = time.time()
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -240,7 +265,11 @@ class _Daemon:
         results = [False] * len(self.flows)
 
         def arm(i):
-            results[i] = self.flows[i].arm(self.arm_deadline)
+            flow = self.flows[i]
+            if flow is self.program:  # the program's deadline is on the wall clock
+                results[i] = flow.arm(time.time() + (self.arm_deadline - time.monotonic()))
+            else:
+                results[i] = flow.arm(self.arm_deadline)
 
         threads = [threading.Thread(target=arm, args=(i,), daemon=True) for i in range(len(self.flows))]
         for thread in threads:
@@ -321,6 +350,9 @@ class _Daemon:
                 result["annotations"] = flow_annotations
             self.out["clients"].append(result)
             flow.close()
+        if self.program is not None:
+            self.out["program"] = self.fired[-1] if self.fired[-1] is not None else self.program.result
+            self.program.close()
 
     def _flow_thread(self, i):
         """Armed flow ``i``: waits for the fire (a futex, no spin), then for the instant (an absolute timer), real-time
@@ -348,6 +380,11 @@ class _Daemon:
                     flow.result["annotations"] = annotations
                 out["clients"].append(flow.result)
                 flow.close()
+        if self.program is not None and "program" not in out:
+            self.program.not_started("aborted" if self.abort_reason else "error",
+                                     self.program.result.get("error") or out.get("error") or self.abort_reason)
+            out["program"] = self.program.result
+            self.program.close()
         if self.abort_reason == STOPPED:
             for client in out["clients"]:
                 if client.get("status") != "ok":
@@ -355,6 +392,8 @@ class _Daemon:
         bad = ["flow %s: %s" % (c.get("flow_id"), c.get("error")) for c in out["clients"] if c.get("status") != "ok"]
         bad += ["server %s:%s: %s" % (s.get("address"), s.get("port"), s.get("error"))
                 for s in out["servers"] if s.get("status") != "ok"]
+        if out.get("program") is not None and out["program"].get("status") != "ok":
+            bad.append("program: %s" % out["program"].get("error"))
         if out["error"] is None and (bad or self.abort_reason):
             out["error"] = "; ".join(bad) or self.abort_reason
         if out["error"] is None:
@@ -393,7 +432,14 @@ def start(part, state_dir, close=()):
             os.unlink(stale)
     listeners = []
     coordinator_listener = None
+    program_listener = None
     try:
+        if part.program is not None:
+            from .program import ProgramFlow
+            try:
+                program_listener = ProgramFlow.listen(part.program)
+            except OSError as exc:  # its strerror names the address, the port and the fix
+                raise OSError("cannot start the program server: %s" % (exc.strerror or exc)) from None
         for spec in part.servers:
             try:
                 listeners.append(engine.listen(spec))
@@ -416,7 +462,7 @@ def start(part, state_dir, close=()):
             shutil.rmtree(store, ignore_errors=True)
             os.makedirs(store, mode=0o700)
     except OSError:
-        for sock in listeners + [coordinator_listener]:
+        for sock in listeners + [coordinator_listener, program_listener]:
             if sock is not None:
                 sock.close()
         raise
@@ -427,7 +473,8 @@ def start(part, state_dir, close=()):
         write_json_atomic(pid_path, pid_record(pid, part.run, **({"owner": part.owner} if part.owner else {})))
 
     def run():
-        daemon = _Daemon(part, listeners, coordinator_listener, arm_deadline, state_dir)
+        daemon = _Daemon(part, listeners, coordinator_listener, arm_deadline, state_dir,
+                         program_listener=program_listener)
         try:
             daemon.run()
         except Exception as exc:  # noqa: BLE001  the daemon must leave a result whatever happens
@@ -437,12 +484,14 @@ def start(part, state_dir, close=()):
             daemon.out["clients"] = [dict(flow.result, status="error", error=daemon.out["error"],
                                           **({"annotations": ann} if ann else {}))
                                      for flow, (_s, ann) in zip(daemon.flows, part.clients)]
+            if daemon.program is not None:
+                daemon.out["program"] = dict(daemon.program.result, status="error", error=daemon.out["error"])
             _write_safely(result_path, daemon.out)
 
     try:
         pid = spawn(run, announce=announce, close=close)
     finally:
-        for sock in listeners + [coordinator_listener]:
+        for sock in listeners + [coordinator_listener, program_listener]:
             if sock is not None:
                 sock.close()
     return {"status": "started", "pid": pid, "host": part.party, "coordinates": part.coordinates,
@@ -450,6 +499,10 @@ def start(part, state_dir, close=()):
                         for s in part.servers],
             "clients": [{"flow_id": s.flow_id, "address": s.address, "port": s.port, "streams": s.streams}
                         for s, _ann in part.clients],
+            "program": None if part.program is None else {
+                "iterations": part.program.iterations, "ops": len(part.program.ops),
+                "listen": None if part.program.listen is None else {
+                    "address": part.program.listen.address, "port": part.program.listen.port}},
             "arm_deadline": arm_deadline_wall}
 
 

@@ -15,6 +15,7 @@ from . import step as _step
 from .engine import FlowError, FlowSpec, PerftestOptions, check_start_window, parse_instant
 from .engine import check_address as _check_address
 from .perftest_cli import TOOLS
+from .program_spec import parse_program
 from .state import DEFAULT_STATE_DIR, UnsafeName, check_name
 
 _PERFTEST = PerftestOptions()
@@ -44,7 +45,7 @@ _COUNTERS = dict(
     qdiscs=dict(type="list", elements="str", default=[]),
     rdma_devices=dict(type="list", elements="str", default=[]),
 )
-_PART = ("party", "servers", "clients", "counters")  # what differs from one host's part to the next
+_PART = ("party", "servers", "clients", "counters", "program")  # what differs from one host's part to the next
 ARGUMENT_SPEC = dict(
     state=dict(type="str", default="started", choices=["started", "collected", "stopped", "progress"]),
     party=dict(type="str"),
@@ -73,12 +74,14 @@ ARGUMENT_SPEC = dict(
         start_at=dict(type="raw"),
     )),
     counters=dict(type="dict", options=_COUNTERS),
+    program=dict(type="dict"),
     parts=dict(type="list", elements="dict", options=dict(
         party=dict(type="str", required=True),
         netns=dict(type="str", required=True),
         servers=dict(type="list", elements="dict", default=[], options=_SERVER),
         clients=dict(type="list", elements="dict", default=[], options=_CLIENT),
         counters=dict(type="dict", options=_COUNTERS),
+        program=dict(type="dict"),
     )),
     arm_timeout=dict(type="float", default=60.0),
     timeout=dict(type="float", default=300.0),
@@ -94,7 +97,8 @@ ARGUMENT_SPEC = dict(
 )
 
 
-MUTUALLY_EXCLUSIVE = [("party", "parts"), ("servers", "parts"), ("clients", "parts"), ("counters", "parts")]
+MUTUALLY_EXCLUSIVE = [("party", "parts"), ("servers", "parts"), ("clients", "parts"), ("counters", "parts"),
+                      ("program", "parts")]
 REQUIRED_ONE_OF = [("party", "parts")]
 
 
@@ -172,7 +176,8 @@ def build_part(params):
     part = _step.HostPart(party=params["party"], token=params["token"], engine=params["engine"],
                           rendezvous=rdv, arm_timeout=params["arm_timeout"], timeout=params["timeout"],
                           step=params.get("step"), counters=params.get("counters"),
-                          owner=_owner(params.get("owner")))
+                          owner=_owner(params.get("owner")),
+                          program=_program(params.get("program"), params["party"], parties, params["engine"]))
     for i, srv in enumerate(params["servers"]):
         where = "servers[%d]" % i
         if srv["expected_clients"] < 1:
@@ -224,6 +229,28 @@ def build_part(params):
     return part
 
 
+def _program(value, party, parties, engine):
+    """The host's job program (docs/job-contract.md section 1) parsed, or None; FlowError names the field."""
+    if value is None:
+        return None
+    if engine != "tcp":
+        raise FlowError("program: a job program runs on the hosts' own executor over TCP, and the %s engine runs one "
+                        "transfer per process (a chained program would pay a process launch per operation); give "
+                        "engine=tcp for a program" % engine)
+    program = parse_program(value)
+    if program.listen is not None and program.listen.address in ("0.0.0.0", "::"):
+        raise FlowError("program.listen.address: %s would listen on every interface; give this host's lab address"
+                        % program.listen.address)
+    for op in program.ops:
+        if op.peer is not None and op.peer == party:
+            raise FlowError("program.ops[%d].peer: %s is this host (party); a transfer goes to another host of the "
+                            "step" % (op.id, op.peer))
+        if op.peer is not None and parties and op.peer not in parties:
+            raise FlowError("program.ops[%d].peer: %s is not one of rendezvous.parties (%s); every host a program "
+                            "exchanges data with is a host of the step" % (op.id, op.peer, ", ".join(parties)))
+    return program
+
+
 def _source_ports(ports, streams, engine, where):
     """One source port per stream (tcp), each 1024-65535, or None (the kernel picks)."""
     if not ports:
@@ -256,7 +283,7 @@ def build_parts(params):
             raise FlowError("%s.netns: %r is not a network namespace name (a name under %s)"
                             % (where, entry["netns"], _netns.NETNS_RUN_DIR))
         try:
-            part = build_part(dict(params, **{key: entry[key] for key in _PART}))
+            part = build_part(dict(params, **{key: entry[key] for key in _PART if key in entry}))
         except FlowError as exc:
             # an error in the part's own options is the part's; one in a shared option (token, rendezvous, ...) is not
             field = re.split(r"[.\[:]", str(exc), maxsplit=1)[0]

@@ -16,7 +16,8 @@ parts (sizes differing by one byte at most, the larger first). ``bus_factor(op, 
 Chunking: every message (one step's data between two ranks) is cut into ``chunks`` pieces (``split``), or into pieces
 of ``chunk_size`` bytes (the last one shorter); each piece is one transfer, so a rank forwards piece c of a step as
 soon as piece c of the previous step has arrived (NCCL pipelines its slices this way). Pieces are listed step by step
-(message-major): the order of the sends on a connection, which FIFO and the window (JOB_CONTRACT.md section 1) follow.
+(message-major): the order of the sends on a connection, which FIFO and the window (docs/job-contract.md section 1)
+follow.
 Piece c goes on channel ``c mod channels`` (the double binary tree's second tree on channels ``channels..2 channels-1``:
 NCCL runs each tree on its own channels). The ``window`` (unacknowledged pieces in flight per connection) is carried
 for the program.

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A job's figures from the hosts' returned times (JOB_CONTRACT.md sections 2 and 3; issue 26, item 4).
+"""A job's figures from the hosts' returned times (docs/job-contract.md sections 2 and 3; issue 26, item 4).
 
 Every function takes ``results`` (``{host: the "program" part of its result}``: the contract's section 2, measured or
 predicted by ``_model.dag.predict``, which returns the same shape) and returns plain dicts for the report. Times are

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A job's per-host programs, exactly per JOB_CONTRACT.md section 1, and the connections that pair them.
+"""A job's per-host programs, exactly per docs/job-contract.md section 1, and the connections that pair them.
 
 ``build_programs(job, endpoints)`` turns a ``spec.JobSpec`` into ``{host: program}``. One iteration of one host is:
 

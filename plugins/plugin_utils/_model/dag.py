@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A job's programs through a dependency-aware, event-driven max-min simulation (issue 26, item 5).
 
-``predict(programs, paths, factor=1.0, latency=0.0)`` runs the per-host programs of JOB_CONTRACT.md section 1 the way
-the contract says a host runs them, with the network as max-min fair sharing, and returns every op's predicted
+``predict(programs, paths, factor=1.0, latency=0.0)`` runs the per-host programs of docs/job-contract.md section 1
+the way the contract says a host runs them, with the network as max-min fair sharing, and returns every op's predicted
 ``start``/``first``/``end`` per iteration, each host's ``iteration_end`` and byte counts **in the shape of the
 contract's section 2** (one result per host), so the report lays the prediction beside the measurement.
 
@@ -489,7 +489,7 @@ def _round(x):
 
 
 def predict(programs, paths, factor=1.0, latency=0.0, detail_limit=DETAIL_LIMIT):
-    """Predict ``{host: program}`` (JOB_CONTRACT.md section 1) on a network.
+    """Predict ``{host: program}`` (docs/job-contract.md section 1) on a network.
 
     ``paths``: ``{(src, dst): [(link, bit/s), ...]}`` or a function ``(src, dst) -> [...]`` (hops may also be
     ``{link, rate}`` dicts with tc rates, ``8gbit``, as the plan writes them); a link named in several paths has one

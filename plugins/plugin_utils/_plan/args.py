@@ -4,7 +4,7 @@
 """The modules' arguments, made from the plan (a ``model.Plan``): one host's ``flow_step`` arguments for a step
 (``host_args``), those every host of a step shares (``common_args``), the one task that starts every host's part in
 its namespace (``batch_args``), a host's ``throttle`` arguments (``throttle_args``) and the route lookups
-``fabric_paths`` makes before the steps (``lookup_flows``). The role passes them on as they are: plain dicts."""
+``fabric_paths_info`` makes before the steps (``lookup_flows``). The role passes them on as they are: plain dicts."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ __all__ = ["host_args", "common_args", "batch_args", "throttle_args", "lookup_fl
 
 
 def host_args(the_plan, host, step, token, throttle=None):
-    """The ``aifabric.lab.flow_step`` arguments of ``host`` for ``step``: its servers, its client flows, the rendezvous,
-    its counters. ``throttle``: the throttle module's result for the host (a perftest rate limit becomes the flows'
-    ``rate_limit``; a tc throttle adds the interface's qdisc to the counters)."""
+    """The ``aifabric.lab.flow_step`` arguments of ``host`` for ``step``: its servers, its client flows, its job
+    program (a job's worker; docs/job-contract.md section 1), the rendezvous, its counters. ``throttle``: the
+    throttle module's result for the host (a perftest rate limit becomes the flows' ``rate_limit``; a tc throttle
+    adds the interface's qdisc to the counters)."""
     entry = the_plan.host(host)
     this_round = the_plan.round_of(step)
     part = this_round.part(host)
@@ -55,6 +56,9 @@ def host_args(the_plan, host, step, token, throttle=None):
         counters = {"interface": entry.interface, "netdevs": [entry.interface],
                     "qdiscs": [entry.interface] if throttle.get("mechanism") == "tc" else [],
                     "rdma_devices": [entry.rdma_device] if perftest and entry.rdma_device else []}
+    program = None
+    if the_plan.job is not None and host in the_plan.job.ranks:
+        program = the_plan.job.programs(the_plan.hosts)[host]
     return {
         "party": host,
         "token": token,
@@ -66,6 +70,7 @@ def host_args(the_plan, host, step, token, throttle=None):
         "clients": clients,
         "rendezvous": rendezvous,
         "counters": counters,
+        "program": program,
         "arm_timeout": the_plan.arm_timeout,
         "timeout": the_plan.timeout,
         "interval": the_plan.interval,
@@ -99,8 +104,11 @@ def batch_args(the_plan, step, token, throttles=None, only=None):
         if only is not None and host not in only:
             continue
         args = host_args(the_plan, host, step, token, throttle=throttles.get(host))
-        out["parts"].append({"party": host, "netns": the_plan.host(host).netns, "servers": args["servers"],
-                             "clients": args["clients"], "counters": args["counters"]})
+        part = {"party": host, "netns": the_plan.host(host).netns, "servers": args["servers"],
+                "clients": args["clients"], "counters": args["counters"]}
+        if args["program"] is not None:
+            part["program"] = args["program"]
+        out["parts"].append(part)
     return out
 
 
@@ -116,7 +124,7 @@ def throttle_args(the_plan, host):
 
 
 def lookup_flows(the_plan):
-    """The flows to ask the fabric about: every candidate source port of every stream (fabric_paths' ``flows``)."""
+    """The flows to ask the fabric about: every candidate source port of every stream (fabric_paths_info' ``flows``)."""
     fabric = the_plan.fabric
     out = []
     for step, hosts in sorted(fabric.ports.items()) if fabric else []:

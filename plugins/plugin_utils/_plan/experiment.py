@@ -26,6 +26,13 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     batch_start: true        # netns lab, tcp: one task starts every host's part (see batch_args)
     expect: {step_vs_predicted: 1.05, healthy_idle_share: 0.05, counters: clean, vs_baseline: 0.95}  # expect
     fabric: {hash: l4, seed: 1, placement: hash, port_seed: 0}  # the fabric lab only (_fabric.lab)
+    job: {iterations: 20, compute_ms: 5, collectives: [{op: allreduce, algorithm: ring, size: 64MB}]}  # below
+
+With ``job`` (docs/jobs.md) the experiment is a training job instead of a pattern: every step runs the job's
+per-host programs (``_job.program.build_programs``) on the workers, from one instant, each worker's program server
+on ``port``; the job is validated by ``_job.spec.parse_job`` before anything starts (``experiment.job.collectives[0]
+.algorithm: ...``). ``pattern``, ``volume``, ``root`` and ``streams`` do not apply and are refused, and so are the
+perftest engine (perftest runs one transfer per process) and the fabric lab.
 
 ``plan()`` returns a ``Plan`` (``model``): the hosts (address, namespace, interface, throttle) and the rounds of the
 pattern (``patterns``; a collective has several, one step each): per round, each host's servers and the flows it sends,
@@ -55,6 +62,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import (
     Hop,
     Host,
     HostPart,
+    JobPlan,
     Plan,
     PlanError,
     Rendezvous,
@@ -82,7 +90,8 @@ class ExperimentError(PlanError):
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
           "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
-          "fabric"}
+          "fabric", "job"}
+_NOT_FOR_A_JOB = ("pattern", "volume", "root", "streams")
 
 
 _FABRIC_KNOWN = ("hash", "seed", "placement", "port_seed")
@@ -130,8 +139,11 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     if unknown:
         raise ExperimentError("experiment: unknown field(s) %s; known: %s"
                               % (", ".join(unknown), ", ".join(sorted(_KNOWN))))
-    pattern = experiment.get("pattern", "incast")
-    if pattern not in PATTERNS and pattern not in COLLECTIVES:
+    job = experiment.get("job")
+    if job is not None:
+        _check_job_fields(experiment)
+    pattern = experiment.get("pattern", "incast") if job is None else "job"
+    if job is None and pattern not in PATTERNS and pattern not in COLLECTIVES:
         raise ExperimentError("experiment.pattern: %r is not known; use one of %s" % (
             pattern, ", ".join(list(PATTERNS) + list(COLLECTIVES))))
     kind = experiment.get("kind", "barrier")
@@ -139,7 +151,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         raise ExperimentError("experiment.kind: %r; use barrier or baseline" % kind)
     pool = list(groups.get("workers") or [])
     sinks = list(groups.get("sinks") or [])
-    if not sinks and pattern in NEEDS_SINK:
+    if not sinks and job is None and pattern in NEEDS_SINK:
         raise ExperimentError("the inventory has no host in group 'sinks'; a step needs a sink to send to")
     if not pool:
         raise ExperimentError("the inventory has no host in group 'workers'")
@@ -180,8 +192,13 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     if rdma_mtu not in (256, 512, 1024, 2048, 4096):
         raise ExperimentError("experiment.perftest.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
                               "(soft-RoCE on a 1500-byte link: 1024)" % (rdma_mtu,))
+    job_spec = None
     try:
-        planned_rounds = rounds(pattern, workers, sinks, experiment.get("root"))
+        if job is not None:
+            job_spec = _parse_job(job, workers)
+            planned_rounds = [[]]  # one round: the job's programs, no flows
+        else:
+            planned_rounds = rounds(pattern, workers, sinks, experiment.get("root"))
     except PatternError as exc:
         raise ExperimentError(str(exc)) from None
     tolerance = experiment.get("start_tolerance", 0.001)
@@ -265,11 +282,17 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                 address=hosts[dst].address, port=server.port + (first if engine == "perftest" else 0),
                 volume=max(1, int(round(volume * share))), streams=streams,
                 path=path(src, dst)))  # the links it crosses with their rates: the prediction reads them
+        if job_spec is not None:
+            for host in workers:  # every worker runs its program (no servers, no flows)
+                host_entry(host)
+                parts[host] = HostPart()
         plan_rounds.append(Round(parts={h: parts[h] for h in sorted(parts)}))
     for host, rate in throttles.items():
         if host in hosts:
-            # tc: the rate shared fairly between the host's destinations (every round's), when it has several
-            host_entry(host).throttle = Throttle(rate=format_rate(rate), peers=_peers(plan_rounds, host))
+            # tc: the rate shared fairly between the host's destinations (every round's), when it has several; a
+            # job's worker: its whole egress (its program's connections share it as TCP does)
+            host_entry(host).throttle = Throttle(rate=format_rate(rate),
+                                                 peers=_peers(plan_rounds, host) if job_spec is None else [])
     participants = sorted(hosts)
     coordinator = experiment.get("coordinator")
     if coordinator is None:
@@ -295,6 +318,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         collective=Collective(name=pattern, ranks=len(workers), size=volume,
                               bus_factor=BUS_FACTOR[pattern](len(workers))) if pattern in COLLECTIVES else None,
         fabric=fabric_spec)
+    if job_spec is not None:
+        the_plan.job = _job_plan(job, job_spec, workers, port, hosts, path)
     if fabric_spec:
         def flows_of_step(step):
             return [(f.src, f.flow_id, f.streams) for f in the_plan.round_of(step).flows()]
@@ -303,6 +328,48 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         except FabricLabError as exc:
             raise ExperimentError(str(exc)) from None
     return the_plan
+
+
+def _check_job_fields(experiment):
+    """What an experiment with a ``job`` cannot also have, refused with the fix."""
+    for key in _NOT_FOR_A_JOB:
+        if key in experiment:
+            raise ExperimentError("experiment.%s: a job's traffic is its collectives (experiment.job.collectives), "
+                                  "so %s does not apply; remove it, or remove job to run a pattern" % (key, key))
+    if experiment.get("kind", "barrier") != "barrier":
+        raise ExperimentError("experiment.kind: %r; a job runs as kind barrier (remove kind)" % experiment["kind"])
+    if experiment.get("engine", "tcp") != "tcp":
+        raise ExperimentError("experiment.engine: %r; a job's programs run on the hosts' own executor over TCP. "
+                              "perftest runs one transfer per process, so a chained schedule over perftest would "
+                              "pay a process launch per operation (docs/jobs.md); use engine: tcp"
+                              % experiment["engine"])
+    if experiment.get("fabric") is not None:
+        raise ExperimentError("experiment.fabric: a job runs on the netns or the VM lab (the fabric lab's paths are "
+                              "looked up per flow and source port, which a job's program connections do not have); "
+                              "remove fabric or job")
+
+
+def _parse_job(job, workers):
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._job.spec import JobError, parse_job
+    try:
+        return parse_job(job, workers)
+    except JobError as exc:
+        raise ExperimentError("experiment.%s" % exc) from None
+
+
+def _job_plan(job, job_spec, workers, port, hosts, path):
+    """The plan's ``JobPlan``: the job, its ranks, the program servers' port, the path of every pair that exchanges
+    data, each collective's algorithm and chunking stated."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._job.program import ProgramError, match_connections
+    the_job = JobPlan(spec=dict(job), ranks=list(workers), port=port,
+                      described=[s.describe() for s in job_spec.schedules()])
+    try:
+        programs = the_job.programs(hosts)
+        pairs = sorted({(c.src, c.dst) for c in match_connections(programs).values()})
+    except ProgramError as exc:
+        raise ExperimentError("experiment.job: %s" % exc) from None
+    the_job.paths = {"%s %s" % (src, dst): path(src, dst) for src, dst in pairs}
+    return the_job
 
 
 def _fabric_spec(given, fabric, engine):

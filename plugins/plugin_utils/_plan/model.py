@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = ["PLAN_VERSION", "PlanError", "Plan", "Host", "Throttle", "Round", "HostPart", "Flow", "Server", "Hop",
-           "Rendezvous", "Collective", "FabricPlan", "Stream", "throttle_link"]
+           "Rendezvous", "Collective", "FabricPlan", "Stream", "JobPlan", "throttle_link"]
 
 PLAN_VERSION = 2  # 1: the planner's dict before the model (no "version" key)
 
@@ -232,6 +232,67 @@ class Collective:
 
 
 @dataclass
+class JobPlan:
+    """A training job's part of a plan (docs/jobs.md): the experiment's ``job`` as given (validated by
+    ``_job.spec.parse_job`` for ``ranks``, the workers in rank order), the port of every worker's program server,
+    the path of every pair of workers that exchange data (``"src dst"`` -> [Hop], the throttle's hop marked) and,
+    per collective, its algorithm and chunking stated (``described``). The per-host programs (docs/job-contract.md
+    section 1) are made from it where needed (``programs``): the same code makes the same programs, so the plan
+    stays small between tasks."""
+
+    spec: dict
+    ranks: list
+    port: int
+    paths: dict = field(default_factory=dict)
+    described: list = field(default_factory=list)
+
+    def parsed(self):
+        """The ``_job.spec.JobSpec``."""
+        cached = self.__dict__.get("_parsed")
+        if cached is None:
+            from ansible_collections.aifabric.lab.plugins.plugin_utils._job.spec import parse_job
+            cached = self.__dict__["_parsed"] = parse_job(self.spec, self.ranks)
+        return cached
+
+    def programs(self, hosts):
+        """``{worker: program}``, each worker's program server on its lab address (``hosts``: the plan's)."""
+        cached = self.__dict__.get("_programs")
+        if cached is None:
+            from ansible_collections.aifabric.lab.plugins.plugin_utils._job.program import build_programs
+            cached = self.__dict__["_programs"] = build_programs(
+                self.parsed(), {h: {"address": hosts[h].address, "port": self.port} for h in self.ranks})
+        return cached
+
+    def path(self, src, dst, throttle=True):
+        """The links of ``src`` -> ``dst`` (``(link, rate)`` pairs as tc writes the rate); ``throttle=False``: without
+        the sender's throttle (what the job would do without it)."""
+        return [(h.link, h.rate) for h in self.paths.get("%s %s" % (src, dst)) or [] if throttle or not h.throttle]
+
+    def predict(self, the_plan, throttle=True):
+        """``_model.dag.predict`` of the programs over the plan's paths (the throttled worker's with its throttle;
+        ``throttle=False``: without it), at the plan's goodput factor (TCP's at its MTU): ``{results, events, ...}``,
+        each result in the shape of docs/job-contract.md section 2."""
+        from ansible_collections.aifabric.lab.plugins.plugin_utils._model.dag import predict
+        from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import goodput_factor
+
+        factor = the_plan.goodput_factor or (goodput_factor(int(the_plan.mtu)) if the_plan.mtu else 1.0)
+        return predict(self.programs(the_plan.hosts),
+                       lambda src, dst: [{"link": link, "rate": rate} for link, rate in self.path(src, dst, throttle)],
+                       factor=factor)
+
+    def to_dict(self):
+        return {"spec": self.spec, "ranks": list(self.ranks), "port": self.port,
+                "paths": {k: [h.to_dict() for h in v] for k, v in sorted(self.paths.items())},
+                "described": list(self.described)}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(spec=dict(data["spec"]), ranks=list(data["ranks"]), port=data["port"],
+                   paths={k: [Hop.from_dict(h) for h in v] for k, v in (data.get("paths") or {}).items()},
+                   described=list(data.get("described") or []))
+
+
+@dataclass
 class Stream:
     """One stream of a flow on the fabric lab: its source port, and the links the kernel's route lookups gave its
     five-tuple."""
@@ -312,6 +373,7 @@ class Plan:
     collective: Collective | None = None
     fabric: FabricPlan | None = None
     baseline: dict | None = None  # the history's run a vs_baseline gate compares with (recorded with the plan)
+    job: JobPlan | None = None  # a training job: the steps run its programs on the hosts (docs/jobs.md)
 
     # -- derived --------------------------------------------------------------------------------------------------
     @property
@@ -377,6 +439,8 @@ class Plan:
             "fabric": self.fabric.to_dict() if self.fabric else None,
             "baseline": self.baseline or None,
         }
+        if self.job:  # (only then: a plan without a job keeps the dict form it always had)
+            out["job"] = self.job.to_dict()
         if views:
             out.update(participants=self.participants, throttled=self.throttled)
         return out
@@ -428,6 +492,7 @@ def _common(data):
                               bus_factor=collective["bus_factor"]) if isinstance(collective, dict) else None,
         fabric=FabricPlan.from_dict(fabric) if isinstance(fabric, dict) else None,
         baseline=dict(data["baseline"]) if isinstance(data.get("baseline"), dict) and data["baseline"] else None,
+        job=JobPlan.from_dict(data["job"]) if isinstance(data.get("job"), dict) else None,
     )
 
 

@@ -17,7 +17,9 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier imp
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import seeds as fabric_seeds
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import variants as fabric_variants
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import broken_messages, evaluate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.job import analyze_job_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean_idle_share, summary
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import build_test_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run, write_files
@@ -33,6 +35,9 @@ def build_report(run):
         report["lab"] = run.lab
     baseline = None
     for step in run.steps:
+        if step.plan.job is not None:  # a training job's step: its programs' results (docs/jobs.md)
+            report["steps"].append(analyze_job_step(step))
+            continue
         out = analyze_step(step, baseline_gbps=baseline)
         if out["kind"] == "baseline" and out["status"] == "ok" and len(out["workers"]) == 1:
             baseline = out["workers"][0]["gbps"]
@@ -43,6 +48,7 @@ def build_report(run):
     report["experiments"] = [e for e in summaries if e]
     _check_gates(report, run.experiments)
     _fabric_summaries(report)
+    report["test_report"] = build_test_report(report, run)
     return report
 
 
@@ -93,7 +99,8 @@ def summarize_experiment(experiment, steps):
     ok = [by_name[n] for n in names if by_name[n]["status"] == "ok"]
     frequency, idle = {}, {}
     for s in ok:
-        frequency[s["straggler"]["host"]] = frequency.get(s["straggler"]["host"], 0) + 1
+        if s["straggler"]["host"] is not None:  # (a job's iteration in which nobody waited has no straggler)
+            frequency[s["straggler"]["host"]] = frequency.get(s["straggler"]["host"], 0) + 1
         for w in s["workers"]:
             idle[w["host"]] = round(idle.get(w["host"], 0.0) + (w.get("idle_s") or 0.0), 6)
     out = {
@@ -111,6 +118,9 @@ def summarize_experiment(experiment, steps):
     }
     if experiment.collective:
         out["collective"] = _collective(experiment.collective.to_dict(), experiment, by_name)
+    if experiment.job:
+        out["job"] = {"algorithm": list(experiment.job.described), "ranks": len(experiment.job.ranks),
+                      "jct_s": summary([s["step_s"] for s in ok])}
     return out
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import rows as test_report_rows
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.templates import template_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._text import natural_key, number_or_dash, share_or_dash
 from jinja2 import Environment, StrictUndefined
@@ -396,15 +397,16 @@ def _view(report):
         len(failed), len(steps))
     views = []
     for k, s in enumerate(steps):
-        v = {"s": s, "index": k + 1, "anchor": "step-%d" % (k + 1), "full": s["step"] not in brief,
-             "straggler": s.get("straggler") or {}}
+        job = s.get("kind") == "job"  # a job's step has its own section (its iterations, not flows)
+        v = {"s": s, "index": k + 1, "anchor": "step-%d" % (k + 1), "full": s["step"] not in brief and not job,
+             "job": job, "straggler": s.get("straggler") or {}}
         if v["full"]:
             v.update(timeline=_timeline(s, k + 1), throughput=_throughput(s, k + 1), counters=_counters(s),
                      workers=_workers(s))
         views.append(v)
     out["steps"] = views
     out["brief_count"] = len(brief)
-    anchors = {v["s"]["step"]: v["anchor"] for v in views if v["full"]}
+    anchors = {v["s"]["step"]: v["anchor"] for v in views if v["full"] or v["job"]}
     experiments = []
     for e in report.get("experiments") or []:
         if (e.get("steps") or 0) < 2 and not e.get("collective"):
@@ -414,6 +416,7 @@ def _view(report):
                             "collective": _collective(e, by_name) if e.get("collective") else None,
                             "anchors": anchors})
     out["experiments"] = experiments
+    out["test_report"] = test_report_rows(report["test_report"]) if report.get("test_report") else []
     return out
 
 

@@ -52,6 +52,7 @@ class StepPlan:
     late_bound: object = None  # a share of the predicted step (0.01) or a duration ("5ms"); None: the default
     flows: dict = field(default_factory=dict)  # (host, flow_id) -> PlannedFlow
     fabric: dict | None = None  # the fabric lab: hash, seed, placement, links {name: {switch, interface, rate, tier}}
+    job: object = None  # a job's step: the experiment's ``_plan.model.Plan`` (its ``job``, hosts, line rate, MTU)
 
     def flow(self, host, flow_id=None):
         return self.flows.get((host, flow_id or host)) or PlannedFlow()
@@ -151,6 +152,8 @@ class Step:
     flows: list  # [Flow], clients only, in the order their results reached the controller
     counters: dict = field(default_factory=dict)  # host -> {before, after, interface, engine}
     start: dict | None = None  # how the step started (starts/<step>.json)
+    events: dict | None = None  # what the hosts saw beside the flows (events/<step>.json: _run.records.step_events)
+    programs: dict = field(default_factory=dict)  # a job's step: host -> its program result (programs/<step>/)
 
     def planned(self, flow):
         return self.plan.flow(flow.host, flow.flow_id)
@@ -179,7 +182,8 @@ def step_plans(plan):
         # one link that every flow of the step shares: the sink's port of an incast (other patterns have none)
         by_round.append(StepPlan(kind=plan.kind, pattern=plan.pattern, engine=plan.engine,
                                  bottleneck=plan.line_rate if plan.pattern == "incast" else None,
-                                 expected_workers=this_round.sources, late_bound=plan.late_bound, flows=flows))
+                                 expected_workers=list(plan.job.ranks) if plan.job else this_round.sources,
+                                 late_bound=plan.late_bound, flows=flows, job=plan if plan.job else None))
     steps = {step: by_round[k] for step, k in plan.step_round.items()}
     if plan.fabric and plan.fabric.placed:
         steps = {step: _on_fabric(step_plan, plan, step) for step, step_plan in steps.items()}
@@ -206,14 +210,20 @@ def _on_fabric(step_plan, plan, step):
     return StepPlan(**dict(step_plan.__dict__, flows=flows, fabric=info))
 
 
-def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None):
+def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None, events=None,
+              programs=None):
     """A ``Run`` from flow records grouped by step (``{step: [record]}``), the steps' plans (``{step: StepPlan}``;
-    a step without one is described by its flows' annotations), counters and starts."""
-    plans, counters, starts = plans or {}, counters or {}, starts or {}
+    a step without one is described by its flows' annotations), counters, starts, events and a job's steps' program
+    results (``{step: {host: result}}``; a job's step has no flow)."""
+    plans, counters, starts, events, programs = plans or {}, counters or {}, starts or {}, events or {}, programs or {}
+    records = dict(records)
+    for name in programs:
+        records.setdefault(name, [])
     steps = []
     for name, recs in records.items():
         recs = [r for r in recs if r.get("role", "client") == "client"]
         plan = plans.get(name) or StepPlan.from_annotations(recs)
         steps.append(Step(name=name, plan=plan, flows=[Flow.from_record(r) for r in recs],
-                          counters=counters.get(name) or {}, start=starts.get(name)))
+                          counters=counters.get(name) or {}, start=starts.get(name), events=events.get(name),
+                          programs=programs.get(name) or {}))
     return Run(path=path, steps=steps, lab=lab or {}, experiments=experiments or [])

@@ -14,6 +14,9 @@ name), holds::
     flows/<step>/<host>[--<flow>].json   one record per flow: measurements only (bytes, times, status, cause)
     counters/<step>/<host>.json     the host's snapshots {before, after} of one step
     starts/<step>.json              how the step started (the rendezvous' margin, probe rounds, arm times)
+    events/<step>.json              what the hosts saw beside the flows: peers refused, results that survived a
+                                    coordinator that died, a result a host could not keep (``_run.records``)
+    programs/<step>/<host>.json     a job's step: the host's program result (docs/job-contract.md section 2)
     report.json, report.txt, ...    the report's files (_report.build.report_files), written whole
 
 Every file is written atomically the moment the controller has it, so a run interrupted before its report loses
@@ -36,13 +39,13 @@ from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import StepPlan, build_run, step_plans
 
-__all__ = ["PLAN_FILE", "PLAN_SCHEMA_VERSION", "FLOWS", "COUNTERS", "STARTS", "RunDirectory", "collection_version",
-           "controller_facts", "is_run_dir", "load_run", "plan_record", "read_plan", "run_dirs", "safe_name",
-           "stamp_of", "write_files"]
+__all__ = ["PLAN_FILE", "PLAN_SCHEMA_VERSION", "FLOWS", "COUNTERS", "STARTS", "EVENTS", "PROGRAMS", "RunDirectory",
+           "collection_version", "controller_facts", "is_run_dir", "load_run", "plan_record", "read_plan", "run_dirs",
+           "safe_name", "stamp_of", "write_files"]
 
 PLAN_FILE = "plan.json"
 PLAN_SCHEMA_VERSION = 2  # 1: each step's plan kept beside the experiments' (twice)
-FLOWS, COUNTERS, STARTS = "flows", "counters", "starts"
+FLOWS, COUNTERS, STARTS, EVENTS, PROGRAMS = "flows", "counters", "starts", "events", "programs"
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
 _STAMP = re.compile(r"^(\d{8}T\d{6})(?:-(.*))?$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -152,6 +155,14 @@ class RunDirectory:
     def add_start(self, step, start):
         write_json(os.path.join(self.path, STARTS, safe_name(step) + ".json"), dict(start, step=step))
 
+    def add_events(self, step, events):
+        write_json(os.path.join(self.path, EVENTS, safe_name(step) + ".json"), dict(events, step=step))
+
+    def add_program(self, step, host, result):
+        """A job step's host result (docs/job-contract.md section 2), as the host returned it."""
+        write_json(os.path.join(self.path, PROGRAMS, safe_name(step), safe_name(host) + ".json"),
+                   dict(result, host=host, step=step))
+
     def write_files(self, files):
         """The report's files, ``{name: text}``, each written atomically."""
         write_files(self.path, files)
@@ -196,6 +207,8 @@ def read_plan(path):
 def _load_flows(path):
     """``{step: [record, ...]}`` from flows/ (each step's records in the order they reached the controller)."""
     flows = os.path.join(path, FLOWS)
+    if not os.path.isdir(flows) and os.path.isdir(os.path.join(path, PROGRAMS)):
+        return {}  # a run of jobs only
     if not os.path.isdir(flows):
         raise FileNotFoundError("%s has no flows/ directory: is it a run directory?" % path)
     entries = []
@@ -224,9 +237,9 @@ def _load_counters(path):
     return out
 
 
-def _load_starts(path):
+def _load_starts(path, kind=STARTS):
     out = {}
-    base = os.path.join(path, STARTS)
+    base = os.path.join(path, kind)
     for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
         if name.endswith(".json"):
             with open(os.path.join(base, name)) as handle:
@@ -235,8 +248,21 @@ def _load_starts(path):
     return out
 
 
+def _load_programs(path):
+    """``{step: {host: program result}}`` from programs/ (a job's steps; none in other runs)."""
+    out = {}
+    base = os.path.join(path, PROGRAMS)
+    for step in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        for name in sorted(os.listdir(os.path.join(base, step))):
+            if name.endswith(".json"):
+                with open(os.path.join(base, step, name)) as handle:
+                    entry = json.load(handle)
+                out.setdefault(entry.pop("step", step), {})[entry.pop("host", name[:-5])] = entry
+    return out
+
+
 def load_run(path):
     """The run directory at ``path`` as a ``Run``."""
     experiments, plans, lab = read_plan(path) or ([], {}, {})
     return build_run(_load_flows(path), plans, _load_counters(path), _load_starts(path), path=os.path.abspath(path),
-                     lab=lab, experiments=experiments)
+                     lab=lab, experiments=experiments, events=_load_starts(path, EVENTS), programs=_load_programs(path))

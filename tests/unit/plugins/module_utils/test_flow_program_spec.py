@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The job program's validation (JOB_CONTRACT.md section 1): a table of bad programs, each refused naming its field,
-and what a valid program is typed into (dependents, barrier ops, connections, windows), computed by hand."""
+"""The job program's validation (docs/job-contract.md section 1): a table of bad programs, each refused naming its
+field, and what a valid program is typed into (dependents, barrier ops, connections, windows), computed by hand."""
 from __future__ import annotations
 
 import copy

@@ -178,3 +178,68 @@ def test_bad_parts_name_the_entry_and_the_fix(change, message):
     base.update(change)
     with pytest.raises(FlowError, match=message):
         step_module.build_parts(base)
+
+
+RING = "198.18.252.%d"
+
+
+@pytest.fixture
+def three_hosts():
+    """Namespaces a, b, c on one bridge (in a fourth namespace): a = 198.18.252.1, b = .2, c = .3."""
+    base = "aflt-ring-%d" % os.getpid()
+    names = {h: "%s-%s" % (base, h) for h in ("a", "b", "c")}
+    switch = base + "-sw"
+    try:
+        for name in list(names.values()) + [switch]:
+            ip("netns", "add", name)
+            ip("-n", name, "link", "set", "lo", "up")
+        ip("-n", switch, "link", "add", "br0", "type", "bridge")
+        ip("-n", switch, "link", "set", "br0", "up")
+        for i, (host, name) in enumerate(sorted(names.items())):
+            port = "p%s" % host
+            ip("-n", switch, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", name)
+            ip("-n", switch, "link", "set", port, "master", "br0")
+            ip("-n", switch, "link", "set", port, "up")
+            ip("-n", name, "addr", "add", (RING % (i + 1)) + "/24", "dev", "eth0")
+            ip("-n", name, "link", "set", "eth0", "up")
+        yield names
+    finally:
+        for name in list(names.values()) + [switch]:
+            subprocess.call(["ip", "netns", "delete", name], stderr=subprocess.DEVNULL)
+
+
+def test_a_ring_allreduce_program_runs_on_three_namespaces_from_one_task(three_hosts, tmp_path):
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._job.program import build_programs
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._job.spec import parse_job
+
+    state_dir = str(tmp_path)
+    hosts = sorted(three_hosts)
+    job = parse_job({"iterations": 4, "compute_ms": 2, "collectives": [
+        {"op": "allreduce", "algorithm": "ring", "size": "6MB", "chunks": 2, "window": 2}]}, hosts)
+    programs = build_programs(job, {h: {"address": RING % (i + 1), "port": 18710} for i, h in enumerate(hosts)})
+    parts = [dict(part(h, three_hosts[h]), program=programs[h]) for h in hosts]
+    built = step_module.build_parts(params(parts, 18709, rendezvous={
+        "host": "a", "address": RING % 1, "port": 18709, "parties": hosts, "expected_flows": {},
+        "annotations": {}, "start_at": None, "wait_for_collect": True}))
+    started = _step.start_in_namespaces(built, state_dir)
+    try:
+        assert [s["status"] for s in started] == ["started"] * 3, started
+        record = in_namespace(three_hosts["a"], lambda: _step.collect(built[0][1], state_dir, 60))
+        assert record["status"] == "ok", record.get("error")
+        for h in hosts:
+            prog = record["hosts"][h]["program"]
+            assert prog["status"] == "ok", prog["error"]
+            assert len(prog["iteration_end"]) == 4 and None not in prog["iteration_end"]
+            # 4 iterations x 2(n-1) segments of 2 MB, over the namespaces' own veths
+            assert prog["bytes_sent"] == prog["bytes_received"] == 4 * 4 * 2 * 10**6
+            for row in prog["t"]["end"]:
+                assert None not in row
+        # the hosts' ring: each sends only to its right neighbour
+        sends = {h: {c["peer"] for c in record["hosts"][h]["program"]["connections"] if c["direction"] == "send"}
+                 for h in hosts}
+        assert sends == {"a": {"b"}, "b": {"c"}, "c": {"a"}}
+    finally:
+        for s in started:
+            if s.get("pid") and alive(s["pid"]):
+                os.kill(s["pid"], 9)
+    assert os.listdir(state_dir) == []

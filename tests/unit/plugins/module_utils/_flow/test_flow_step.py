@@ -491,3 +491,113 @@ def test_the_owner_of_a_part_is_kept_in_its_pid_file_for_lab_leftovers(lab_facto
     assert wait_gone([started["pid"]])
     with pytest.raises(FlowError, match=r"owner.lease_until: 1795941057000.0 looks like epoch milliseconds"):
         lab.part("w1", owner=dict(owner, lease_until=1795941057000.0))
+
+
+# ------------------------------------------------------------------------------------------------- a job program
+def ring_programs(lab, parties, iterations=3, size="3MB", chunks=2):
+    """A ring AllReduce's per-host programs (built as the controller builds them), each host's program server on a
+    port of its own on loopback."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._job.program import build_programs
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._job.spec import parse_job
+
+    job = parse_job({"iterations": iterations, "compute_ms": 1, "collectives": [
+        {"op": "allreduce", "algorithm": "ring", "size": size, "chunks": chunks, "window": 2}]}, parties)
+    return build_programs(job, {p: {"address": ADDR, "port": free_port()} for p in parties})
+
+
+def test_a_ring_allreduce_program_runs_from_one_instant_and_every_op_is_timed(lab_factory):
+    parties = ["a", "b", "c"]
+    lab = lab_factory(parties, coordinator="a")
+    programs = ring_programs(lab, parties)
+    for p in ("c", "b", "a"):  # any order: nothing fires until every host's program has armed
+        started = lab.start(p, program=programs[p])
+        assert started["program"]["iterations"] == 3 and started["program"]["listen"]["address"] == ADDR
+    record = lab.collect()
+    assert record["status"] == "ok", record.get("error")
+    for p in parties:
+        host = record["hosts"][p]
+        assert host["status"] == "ok" and host["clients"] == []
+        prog = host["program"]
+        assert prog["status"] == "ok", prog["error"]
+        ops = programs[p]["ops"]
+        assert prog["iterations"] == 3 and prog["ops"] == len(ops) and prog["sampled"] == [0, 1, 2]
+        # every op of every iteration has a start and an end, in order; a transfer has its first byte
+        for i in range(3):
+            for j, op in enumerate(ops):
+                start, end = prog["t"]["start"][i][j], prog["t"]["end"][i][j]
+                assert start is not None and end is not None and 0 <= start <= end, (p, i, j)
+                assert (prog["t"]["first"][i][j] is None) == (op["kind"] == "compute")
+        ends = prog["iteration_end"]
+        assert len(ends) == 3 and all(e is not None for e in ends) and ends == sorted(ends)
+        # a ring AllReduce: every host sends 2(n-1) segments of S/n per iteration (3 iterations x 4 x 1 MB), and
+        # receives as much
+        assert prog["bytes_sent"] == prog["bytes_received"] == 12 * 10**6
+        assert {c["peer"] for c in prog["connections"]} == set(parties) - {p}
+    assert wait_gone(lab.pids)
+    assert os.listdir(lab.state_dir) == []
+
+
+def test_a_program_that_cannot_arm_fails_the_step_naming_the_peer(lab_factory):
+    parties = ["a", "b", "c"]
+    lab = lab_factory(parties, coordinator="a")
+    programs = ring_programs(lab, parties, iterations=1)
+    lab.start("a", program=programs["a"], arm_timeout=3.0)
+    lab.start("b", program=programs["b"], arm_timeout=3.0)  # c never starts: b's sends to it cannot connect
+    record = lab.collect(wait=30)
+    assert record["status"] != "ok"
+    assert "c" in record["error"]
+    for p in ("a", "b"):
+        prog = record["hosts"][p]["program"]
+        assert prog["status"] != "ok" and prog["t"] == {"start": [], "first": [], "end": []}
+    assert wait_gone(lab.pids)
+
+
+def test_a_taken_program_port_fails_the_start_naming_the_port(lab_factory):
+    lab = lab_factory(["a", "b"], coordinator="a")
+    programs = ring_programs(lab, ["a", "b"], iterations=1)
+    port = programs["a"]["listen"]["port"]
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind((ADDR, port))
+        taken.listen(1)
+        with pytest.raises(OSError, match="cannot start the program server: port %d on %s is taken" % (port, ADDR)):
+            _step.start(lab.part("a", program=programs["a"]), lab.state_dir)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p.update(version=2), "program.version: 2 is not a version this host runs"),
+    (lambda p: p["ops"][1].update(deps=[5]), r"program.ops\[1\].deps: 5 is not an earlier op"),
+    (lambda p: p["ops"][1].update(bytes=0), r"program.ops\[1\].bytes: 0 is out of range"),
+    (lambda p: p.pop("listen"), "program.listen: missing, but ops"),
+    (lambda p: p["listen"].update(address="0.0.0.0"), "program.listen.address: 0.0.0.0 would listen on every"),
+    (lambda p: p["ops"][2].update(peer="w1"), r"program.ops\[2\].peer: w1 is this host"),
+    (lambda p: p["ops"][2].update(peer="nobody"), r"program.ops\[2\].peer: nobody is not one of rendezvous.parties"),
+    (lambda p: p.update(ops=[]), "program.ops: \\[\\] is not a non-empty list"),
+])
+def test_a_bad_program_is_refused_naming_the_field(lab_factory, change, message):
+    lab = lab_factory(["sink", "w1"])
+    program = {"version": 1, "iterations": 2, "listen": {"address": ADDR, "port": 18700},
+               "peers": {"sink": {"address": ADDR, "port": 18701}},
+               "ops": [{"id": 0, "kind": "compute", "ms": 1}, {"id": 1, "kind": "send", "peer": "sink", "bytes": 10,
+                                                               "deps": [0]},
+                       {"id": 2, "kind": "recv", "peer": "sink", "bytes": 10, "deps": [0]}]}
+    change(program)
+    with pytest.raises(FlowError, match=message):
+        step_module.build_part(lab.params("w1", program=program))
+
+
+def test_a_program_over_perftest_is_refused_saying_why(lab_factory):
+    lab = lab_factory(["sink", "w1"])
+    programs = ring_programs(lab, ["sink", "w1"], iterations=1)
+    with pytest.raises(FlowError, match="program: a job program runs on the hosts' own executor over TCP, and the "
+                                        "perftest engine runs one transfer per process"):
+        step_module.build_part(lab.params("w1", program=programs["w1"], engine="perftest",
+                                          perftest={"device": "rxe0"}))
+
+
+def test_a_bad_program_in_parts_names_the_part(lab_factory):
+    lab = lab_factory(["sink", "w1"])
+    params = lab.params(None, parts=[{"party": "w1", "netns": "aflt-x", "servers": [], "clients": [],
+                                      "counters": None, "program": {"version": 1, "iterations": 0, "ops": []}}])
+    with pytest.raises(FlowError, match=r"parts\[0\] \(w1\): program.iterations: 0 is out of range"):
+        step_module.build_parts(params)

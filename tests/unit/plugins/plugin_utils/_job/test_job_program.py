@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Per-host programs (JOB_CONTRACT.md section 1): a small one written out by hand, and every algorithm's programs
+"""Per-host programs (docs/job-contract.md section 1): a small one written out by hand, and every algorithm's programs
 through a checker written here, independent of the code under test: ids dense, deps to lower ids, every send's
 matching receive (k-th send of A to B on a channel = k-th receive of B from A there) with the same bytes, and an
 abstract run of two iterations (FIFO, the window, the barrier) that reaches every op (no cycle, no deadlock)."""

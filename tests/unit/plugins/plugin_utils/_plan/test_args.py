@@ -118,3 +118,23 @@ def test_the_lookups_ask_for_every_candidate_port_and_the_placed_ports_reach_the
     assert host_args(p, "w1", "s", "t")["clients"][0].get("source_ports") is None  # not placed yet
     p.fabric.placed = {"s": {"w1": {"w1": [Stream(sport=port, links=["w1->leaf1"])]}}}
     assert host_args(p, "w1", "s", "t")["clients"][0]["source_ports"] == [port]
+
+
+def test_a_jobs_workers_get_their_programs_one_task_for_the_netns_lab():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import batch_args, host_args
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
+
+    groups = {"workers": ["w1", "w2", "w3", "w4"]}
+    hostvars = {"w%d" % i: {"lab_address": "198.18.0.%d" % i, "ansible_connection": "aifabric.lab.netns"}
+                for i in range(1, 5)}
+    p = plan({"name": "j", "job": {"iterations": 3, "collectives": [
+        {"op": "allreduce", "algorithm": "tree", "size": "4MB", "chunks": 2}]}}, groups, hostvars)
+    one = host_args(p, "w2", "j", "tok")
+    assert one["servers"] == [] and one["clients"] == []
+    assert one["program"]["iterations"] == 3 and one["program"]["listen"] == {"address": "198.18.0.2", "port": 18600}
+    batch = batch_args(p, "j", "tok")
+    assert [part["party"] for part in batch["parts"]] == ["w1", "w2", "w3", "w4"]
+    assert [part["program"] for part in batch["parts"]] == [p.job.programs(p.hosts)[h] for h in groups["workers"]]
+    assert batch["rendezvous"]["parties"] == ["w1", "w2", "w3", "w4"] and batch["rendezvous"]["expected_flows"] == {}
+    # a plan without a job: no program
+    assert host_args(plan({"name": "b", "pattern": "ring"}, groups, hostvars), "w1", "b", "tok")["program"] is None

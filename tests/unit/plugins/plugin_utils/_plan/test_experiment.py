@@ -195,3 +195,59 @@ def test_the_roles_argument_spec_describes_every_field_the_plan_knows():
     options = spec["argument_specs"]["main"]["options"]["experiment_spec"]["options"]
     assert set(options) - {"start_lead"} == _experiment._KNOWN
     assert set(options["perftest"]["options"]) == set(_experiment.PERFTEST_ARGS) | {"rdma_mtu"}
+
+
+JOB = {"iterations": 2, "compute_ms": 10, "collectives": [{"op": "allreduce", "algorithm": "ring", "size": "30MB"}]}
+
+
+def test_a_job_plans_one_step_of_programs_on_the_workers_with_their_paths():
+    p = plan({"name": "j", "job": JOB, "throttles": {"worker3": "4gbit"}}, GROUPS, NETNS)
+    # the workers only (no sink), one step, each worker's part its program (no servers, no flows)
+    assert p.participants == ["worker1", "worker2", "worker3"] and p.steps == ["j"] and p.pattern == "job"
+    (this_round,) = p.rounds
+    assert all(not part.servers and not part.flows for part in this_round.parts.values())
+    assert p.batch_start is True and p.rendezvous.host == "worker1"
+    assert p.job.ranks == ["worker1", "worker2", "worker3"] and p.job.port == 18600
+    assert p.job.described == ["allreduce ring, 1 chunk per message, window 2"]
+    # a ring: each worker sends to the next only; the throttled worker's path has its throttle (its whole egress)
+    assert sorted(p.job.paths) == ["worker1 worker2", "worker2 worker3", "worker3 worker1"]
+    assert p.job.path("worker3", "worker1") == [("worker3->switch", "8gbit"), ("switch->worker1", "8gbit"),
+                                                ("worker3 egress", "4gbit")]
+    assert p.job.path("worker3", "worker1", throttle=False) == [("worker3->switch", "8gbit"),
+                                                                ("switch->worker1", "8gbit")]
+    assert p.hosts["worker3"].throttle.peers == []
+    programs = p.job.programs(p.hosts)
+    assert programs["worker2"]["listen"] == {"address": "198.18.0.12", "port": 18600}
+    assert programs["worker2"]["peers"] == {"worker3": {"address": "198.18.0.13", "port": 18600}}
+    # the dict form carries the job, and reads back the same
+    again = type(p).from_dict(p.to_dict())
+    assert again.job == p.job and again.job.programs(again.hosts) == programs
+    # a plan without a job keeps the dict form it had
+    assert "job" not in plan({"name": "b"}, GROUPS, HOSTVARS).to_dict()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"job": dict(JOB, collectives=[{"op": "allreduce", "algorithm": "halving_doubling", "size": "1MB"}])},
+     r"^experiment.job.collectives\[0\].algorithm: halving_doubling needs a power-of-two number of ranks \(got 3\)"),
+    ({"job": dict(JOB, iterations=0)}, r"^experiment.job.iterations: 0; give a whole number"),
+    ({"job": dict(JOB, collectives=[{"op": "allreduce", "size": 0}])}, r"^experiment.job.collectives\[0\].size"),
+    ({"job": dict(JOB, speed=1)}, r"^experiment.job: unknown field\(s\) speed"),
+    ({"job": JOB, "pattern": "ring"}, r"^experiment.pattern: a job's traffic is its collectives"),
+    ({"job": JOB, "volume": "1GB"}, r"^experiment.volume: a job's traffic is its collectives"),
+    ({"job": JOB, "engine": "perftest"}, r"^experiment.engine: 'perftest'; a job's programs run on the hosts' own "
+                                         r"executor over TCP. perftest runs one transfer per process"),
+    ({"job": JOB, "workers": 1}, r"^experiment.job: a job needs 2 workers or more"),
+])
+def test_a_job_that_cannot_run_is_refused_before_anything_starts(change, message):
+    with pytest.raises(ExperimentError, match=message):
+        plan(dict({"name": "j"}, **change), GROUPS, NETNS)
+
+
+def test_a_jobs_prediction_reads_the_plans_paths_and_its_throttle():
+    """docs/jobs.md's worked example, by hand: 3 workers at 8 Gb/s, worker3 throttled to 4 Gb/s, 2 iterations of
+    10 ms compute and a 30 MB ring AllReduce: 90 ms per iteration with the throttle, 50 ms without."""
+    p = plan({"name": "j", "job": JOB, "throttles": {"worker3": "4gbit"}}, GROUPS, NETNS, mtu=None)
+    ends = [p.job.predict(p)["results"][h]["iteration_end"] for h in p.job.ranks]
+    assert [max(e[i] for e in ends) for i in range(2)] == pytest.approx([0.090, 0.180], abs=1e-9)
+    ends = [p.job.predict(p, throttle=False)["results"][h]["iteration_end"] for h in p.job.ranks]
+    assert [max(e[i] for e in ends) for i in range(2)] == pytest.approx([0.050, 0.100], abs=1e-9)
