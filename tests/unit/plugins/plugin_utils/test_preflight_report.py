@@ -50,8 +50,8 @@ def _cells(result, host):
 
 
 def test_two_good_guests_one_table_all_ok():
-    out = report({"vm1": guest(1), "vm2": guest(2, offset=0.0031)}, expect={"mtu": 1500, "rdma": True,
-                                                                             "perftest": True})
+    expect = {"mtu": 1500, "rdma": True, "perftest": True}
+    out = report({"vm1": guest(1), "vm2": guest(2, offset=0.0031)}, expect=expect)
     assert out["ok"] and out["failures"] == [] and out["reference"] == "vm1"
     assert out["table"][0].split() == ["host", "link", "mtu", "paths", "speed", "numa", "rdma", "gid", "pfc",
                                        "clock", "perftest", "leftovers", "verdict"]
@@ -68,8 +68,8 @@ def test_the_broken_guest_is_named_with_its_checks_and_fixes():
     results = {"vm1": guest(1, peer_mtu=1500), "vm2": guest(2, mtu=1400, leftovers=[THROTTLE])}
     out = report(results, expect={"mtu": 1500, "rdma": True})
     assert not out["ok"]
-    assert [(f["host"], f["check"]) for f in out["failed"]] == [("vm2", "mtu"), ("vm2", "leftovers"),
-                                                                 ("vm2", "paths")]
+    failed = [(f["host"], f["check"]) for f in out["failed"]]
+    assert failed == [("vm2", "mtu"), ("vm2", "leftovers"), ("vm2", "paths")]
     by_check = {f["check"]: f for f in out["failed"]}
     assert by_check["mtu"]["message"] == "data0 has MTU 1400, the experiment expects 1500"
     assert by_check["mtu"]["fix"].startswith("ip link set data0 mtu 1500 on vm2")
