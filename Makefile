@@ -40,7 +40,7 @@ LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
 .PHONY: help setup setup-test demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
-        history history-rebuild compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
+        history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
         clean-vmlab
 
 help: ## list the targets
@@ -149,6 +149,9 @@ history: setup ## the recorded runs with their step time, straggler, idle share:
 
 history-rebuild: setup ## index every run directory under runs/ again (runs/history.sqlite)
 	ansible-playbook playbooks/history.yml -e rebuild=true $(if $(N),-e limit=$(N))
+
+history-export: setup ## the history for other tools, a row per step: make history-export [FORMAT=jsonl|csv] [OUT=file]
+	ansible-playbook playbooks/history_export.yml $(if $(FORMAT),-e format=$(FORMAT)) $(if $(OUT),-e out=$(OUT))
 
 compare: setup ## what changed between two runs: make compare [A=latest~1] [B=latest] (ids, run dirs, latest~N)
 	ansible-playbook playbooks/compare.yml $(if $(A),-e a=$(A)) $(if $(B),-e b=$(B))

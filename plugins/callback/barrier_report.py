@@ -29,8 +29,9 @@ description:
   - How the step started is reported beside it - the measured margin, the probe rounds, how long the hosts took to arm,
     each flow's lateness against the bound.
   - Each flow's result is written to the run directory the moment it arrives (atomically), and at the end the report
-    in seven files - C(report.json), C(report.txt), C(report.md), C(report.html), C(flows.csv), C(steps.csv) and
-    C(junit.xml) (C(docs/reports.md)). C(playbooks/render_report.yml) rebuilds them from a run directory.
+    in eight files - C(report.json), C(report.txt), C(report.md), C(report.html), C(flows.csv), C(steps.csv),
+    C(junit.xml) (C(docs/reports.md)) and C(metrics.prom), the figures as OpenMetrics gauges for Prometheus and
+    Grafana (C(docs/metrics.md)). C(playbooks/render_report.yml) rebuilds them from a run directory.
 requirements:
   - jinja2
 options:
@@ -96,12 +97,19 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Pl
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run, build_report, report_files
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import build_run, step_plans
-from ansible_collections.aifabric.lab.plugins.plugin_utils._run.records import Collector, applied_throttles
+from ansible_collections.aifabric.lab.plugins.plugin_utils._run.records import (
+    Collector,
+    applied_throttles,
+    rdma_identity,
+)
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import RunDirectory, controller_facts
 
 _FLOW_ACTIONS = frozenset(("aifabric.lab.flow", "flow"))
 _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
-_FABRIC_ACTIONS = frozenset(("aifabric.lab.fabric_paths", "fabric_paths"))
+# (fabric_paths: the module's name before 0.5.0, redirected to fabric_paths_info by meta/runtime.yml)
+_FABRIC_ACTIONS = frozenset(("aifabric.lab.fabric_paths_info", "fabric_paths_info", "aifabric.lab.fabric_paths",
+                             "fabric_paths"))
+_RDMA_INFO_ACTIONS = frozenset(("aifabric.lab.rdma_info", "rdma_info"))
 _STATS_ACTIONS = frozenset(("ansible.builtin.set_stats", "set_stats", "ansible.legacy.set_stats"))
 PLAN_STAT = "aifabric_lab_plan"  # the experiment role's set_stats key: {plan: flow_plan's result, throttles: [...]}
 
@@ -149,11 +157,21 @@ class _Writer:
     def add_start(self, step, start):
         self._write("add_start", step, start)
 
+    def add_events(self, step, events):
+        self._write("add_events", step, events)
+
     def add_program(self, step, host, result):
         self._write("add_program", step, host, result)
 
     def set_kernel(self, host, kernel):
-        self.cb._lab["hosts"][host] = {"kernel": kernel}
+        self.set_fact(host, "kernel", kernel)
+
+    def set_nic(self, host, nic):
+        self.set_fact(host, "nic", nic)
+
+    def set_fact(self, host, key, value):
+        """A fact of a host into plan.json's lab (its kernel, the NIC its step ran on, its RDMA devices)."""
+        self.cb._lab["hosts"].setdefault(host, {})[key] = value
         self._write("write_plan", self.cb._experiments, self.cb._lab)
 
     def plans_changed(self):
@@ -216,7 +234,8 @@ class CallbackModule(CallbackBase):
         step = args.get("step") or result._task.get_name()
         state = args.get("state") or "started"
         if isinstance(res.get("step"), dict):
-            self._collector.add_step_record(res["step"], fill_only=state == "stopped")
+            self._collector.add_step_record(res["step"], fill_only=state == "stopped",
+                                            coordinator=host if state == "collected" else None)
         if isinstance(res.get("part"), dict) and state == "stopped":
             self._collector.add_part(step, host, res["part"], fill_only=True)
         if not (unreachable or failed or res.get("failed")):
@@ -246,6 +265,11 @@ class CallbackModule(CallbackBase):
             data = (result._result.get("ansible_stats") or {}).get("data") or {}
             if isinstance(data.get(PLAN_STAT), dict):
                 self._add_plan(data[PLAN_STAT])
+            return
+        if task.action in _RDMA_INFO_ACTIONS and not (failed or status_override):
+            devices = result._result.get("devices")
+            if isinstance(devices, dict) and devices:
+                self._writer.set_fact(result._host.get_name(), "rdma", rdma_identity(devices))
             return
         if task.action in _FABRIC_ACTIONS and not (failed or status_override):
             if isinstance(result._result.get("fabric_counters"), dict):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # The fabric's description, shared by fabric_topology and fabric_paths (the fabric_lab role derives it from the
+    # The fabric's description, shared by fabric_topology and fabric_paths_info (the fabric_lab role derives it from the
     # inventory with the aifabric.lab.fabric_lab_topology filter).
     DOCUMENTATION = r"""
 options:

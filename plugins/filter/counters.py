@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter ``counters_diff``: what moved between two port_counters snapshots, and the verdict."""
+"""Filter ``counters_diff``: what moved between two port_counters_info snapshots, and the verdict."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters im
 
 def counters_diff(before, after, slower_than_fair_share=None):
     if not isinstance(before, dict) or not isinstance(after, dict):
-        raise AnsibleFilterError("counters_diff: give two port_counters snapshots (the module's 'counters' return)")
+        raise AnsibleFilterError("counters_diff: give two port_counters_info snapshots (the module's 'counters' "
+                                 "return)")
     delta = _counters_diff(before, after)
     delta["verdict"] = _counters_verdict(delta, slower_than_fair_share)
     return delta

@@ -1,19 +1,22 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the run history (``plugin_utils/_history``): record a run, list the runs, compare two, as text."""
+"""Filters of the run history (``plugin_utils/_history``): list the runs, compare two, export, as text. They read;
+the ``aifabric.lab.history`` action writes (``history_record`` and ``history_rebuild``, which write, are deprecated in
+meta/runtime.yml)."""
 
 from __future__ import annotations
 
-import configparser
 import os
 import sqlite3
 
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import compare as _compare
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history import export as _export
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import store as _store
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import text as _text
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history.settings import history_paths
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 
 _display = Display()
@@ -57,7 +60,7 @@ def history_rebuild(runs_dir, db=None):
     return _call("history_rebuild", _store.rebuild, _db(db, runs_dir, "history_rebuild"), runs_dir=str(runs_dir))
 
 
-def history_runs(db, limit=None, runs_dir=None, sync=True):
+def history_runs(db, limit=None, runs_dir=None, sync=False):
     return _call("history_runs", _store.list_runs, _db(db, runs_dir, "history_runs"), limit=limit,
                  runs_dir=runs_dir, sync=bool(sync))
 
@@ -71,6 +74,14 @@ def history_table(rows):
 def history_compare(db, a="latest~1", b="latest", runs_dir=None):
     return _call("history_compare", _compare.compare, _db(db, runs_dir, "history_compare"), a=a, b=b,
                  runs_dir=runs_dir)
+
+
+def history_export(db, format="jsonl", runs_dir=None):  # noqa: A002  (the filter's documented option)
+    if format not in _export.FORMATS:
+        raise AnsibleFilterError("history_export: format %r is not one it writes; give one of %s"
+                                 % (format, ", ".join(_export.FORMATS)))
+    rows = _call("history_export", _export.export_rows, _db(db, runs_dir, "history_export"), runs_dir=runs_dir)
+    return _export.export(rows, format)
 
 
 def _diff(diff, name):
@@ -87,38 +98,19 @@ def history_compare_files(diff):
     return _text.compare_files(_diff(diff, "history_compare_files"))
 
 
-def _callback_setting(key, env, default=None):
-    """One of the barrier_report callback's settings, read as Ansible reads it for the callback: its environment
-    variable (relative to the working directory), else ansible.cfg's [aifabric_barrier_report] (a relative path is
-    relative to the ansible.cfg), else ``default``."""
-    if os.environ.get(env):
-        return os.environ[env]
-    from ansible import constants as C
-
-    path = getattr(C.config, "_config_file", None)
-    if path:
-        parser = configparser.ConfigParser()
-        try:
-            parser.read(path)
-        except configparser.Error:
-            return default
-        value = parser.get("aifabric_barrier_report", key, fallback=None)
-        if value:
-            return os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(value))
-    return default
-
-
 def history_baseline(the_plan, db=None, runs_dir=None):
     try:
         the_plan = Plan.from_dict(the_plan)
     except (PlanError, KeyError, TypeError):
         raise AnsibleFilterError("history_baseline: give the flow_plan filter's result") from None
-    runs_dir = runs_dir or _callback_setting("runs_dir", "AIFABRIC_RUNS_DIR", "runs")
-    db = db or _callback_setting("history_db", "AIFABRIC_HISTORY_DB")
-    if not os.path.isdir(str(runs_dir)):
+    runs_dir, db = history_paths(runs_dir, db)
+    if not os.path.isdir(runs_dir):
         return {"reason": "no run history yet (%s does not exist)" % runs_dir}
-    return _call("history_baseline", _compare.baseline_run, _db(db, runs_dir, "history_baseline"),
-                 the_plan.steps, ref=the_plan.expect.get("baseline"), runs_dir=str(runs_dir))
+    if not os.path.isfile(db):  # a filter reads: the aifabric.lab.history action (sync) builds the history
+        return {"reason": "no run history yet (%s does not exist: aifabric.lab.history with sync: true builds it)"
+                          % db}
+    return _call("history_baseline", _compare.baseline_run, db, the_plan.steps, ref=the_plan.expect.get("baseline"),
+                 runs_dir=runs_dir, sync=False)
 
 
 class FilterModule:
@@ -126,4 +118,5 @@ class FilterModule:
         return {"history_baseline": history_baseline, "history_record": history_record,
                 "history_rebuild": history_rebuild, "history_runs": history_runs,
                 "history_table": history_table, "history_compare": history_compare,
-                "history_compare_text": history_compare_text, "history_compare_files": history_compare_files}
+                "history_compare_text": history_compare_text, "history_compare_files": history_compare_files,
+                "history_export": history_export}

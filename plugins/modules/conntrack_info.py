@@ -36,7 +36,7 @@ options:
     type: str
     default: 10MB
 seealso:
-  - module: aifabric.lab.port_counters
+  - module: aifabric.lab.port_counters_info
 """
 
 EXAMPLES = r"""

@@ -48,7 +48,7 @@ options:
     type: path
     default: /run/aifabric-lab
 seealso:
-  - module: aifabric.lab.fabric_paths
+  - module: aifabric.lab.fabric_paths_info
   - module: aifabric.lab.netns_topology
 """
 

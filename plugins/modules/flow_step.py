@@ -260,7 +260,8 @@ options:
     type: dict
     version_added: 0.5.0
   counters: &counters
-    description: The counters this host snapshots before arming and after the step (see M(aifabric.lab.port_counters)).
+    description: The counters this host snapshots before arming and after the step (see
+      M(aifabric.lab.port_counters_info)).
     type: dict
     suboptions:
       interface:
@@ -493,9 +494,10 @@ step:
       description:
         - Per host, its result, C(clients) (one result per flow, as the M(aifabric.lab.flow) module's, with
           C(late_s) and C(completion_s) counted from the instant), C(servers), C(counters) (C(before), C(after)),
-          C(kernel) (the host's kernel release, for the run record), and C(result_file_error) when the host could not
-          write its own copy of the result (a full or read-only disk; the result came over the network all the
-          same).
+          C(kernel) (the host's kernel release, for the run record), C(nic) (with counters, the NIC the step ran on,
+          its driver, driver version, firmware, PCI id, NUMA node, speed and MTU where the host has them, read after
+          the flows, for the test report), and C(result_file_error) when the host could not write its own copy of the
+          result (a full or read-only disk; the result came over the network all the same).
         - With O(program), C(program) - the contract's section 2 (C(docs/job-contract.md)) - C(status) (V(ok),
           V(error), V(timeout), V(aborted)), C(error), C(at), C(iterations), C(ops), C(detail), C(sampled),
           C(t) (C(start), C(first), C(end) - per sampled iteration, one value per op, seconds after the instant),

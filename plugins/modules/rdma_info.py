@@ -35,7 +35,7 @@ options:
     type: list
     elements: str
 seealso:
-  - module: aifabric.lab.port_counters
+  - module: aifabric.lab.port_counters_info
   - module: aifabric.lab.flow
 """
 

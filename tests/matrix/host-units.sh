@@ -31,5 +31,5 @@ dirs=()
 for d in tests/unit/plugins/module_utils tests/unit/plugins/modules; do [ -d "$d" ] && dirs+=("$d"); done
 echo "host units on $found ($("$found" -V)), ansible.module_utils of ansible-core $core: ${dirs[*]}"
 units_ns=()   # run.sh's pool: these tests in a network namespace of their own (loopback up), beside another row's
-if [ "${MATRIX_UNITS_NS:-}" = 1 ]; then units_ns=(unshare --net bash -c 'ip link set lo up && exec "$@"' units); fi
+if [ "${MATRIX_UNITS_NS:-}" = 1 ]; then units_ns=(unshare --net --mount bash -c 'mount -t sysfs sysfs /sys && ip link set lo up && exec "$@"' units); fi
 PYTHONPATH="$path" exec "${units_ns[@]}" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not needs_root" "${dirs[@]}"

@@ -54,7 +54,7 @@ if [ -z "$row" ] && [ ${#versions[@]} -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
 fi
 
 units_ns=()   # the unit tests' own network namespace, when the pool runs rows side by side
-if [ "${MATRIX_UNITS_NS:-}" = 1 ]; then units_ns=(unshare --net bash -c 'ip link set lo up && exec "$@"' units); fi
+if [ "${MATRIX_UNITS_NS:-}" = 1 ]; then units_ns=(unshare --net --mount bash -c 'mount -t sysfs sysfs /sys && ip link set lo up && exec "$@"' units); fi
 rows=()      # version|python|sanity|units|sanity s|units s
 failed=0
 skipped=()
@@ -82,9 +82,9 @@ EOF
 }
 sanity_in() {   # sanity_in VENV LOG [HOSTS]: controller sanity, then compile and import on each of HOSTS' Pythons
   local venv=$1 log=$2 rc=0 h
-  PATH="$venv/bin:$PATH" flock "$root/.matrix/sanity.lock" bash tests/sanity/run.sh > "$log" 2>&1 || rc=1
+  PATH="$venv/bin:$PATH" bash tests/sanity/run.sh > "$log" 2>&1 || rc=1
   for h in ${3:-}; do
-    PATH="$venv/bin:$PATH" flock "$root/.matrix/sanity.lock" bash tests/sanity/run.sh --host-python "$h" >> "$log" 2>&1 \
+    PATH="$venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" >> "$log" 2>&1 \
       || {
       [ $? -eq 3 ] && { echo "sanity: compile and import on Python $h skipped: this machine lacks it"; continue; }
       rc=1; }
@@ -175,7 +175,7 @@ host_row() {   # one host Python: compile and import, the host-side units
   log="$root/.matrix/host-python-$h.sanity.log"
   mkdir -p "$root/.matrix"
   start=$SECONDS
-  if PATH="$host_core_venv/bin:$PATH" flock "$root/.matrix/sanity.lock" bash tests/sanity/run.sh --host-python "$h" \
+  if PATH="$host_core_venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" \
       > "$log" 2>&1; then sanity=passed
   else sanity=FAILED; tail -40 "$log"; fi
   sanity_s=$((SECONDS - start))
@@ -203,8 +203,9 @@ fi
 
 # The pool. Every row is its own process (run.sh --row), up to MATRIX_JOBS (default 2) at once: a row's time is
 # mostly its tests' waits (sockets, timers, child processes), not CPU. As root, each row's unit tests run in a network
-# namespace of their own (unshare --net, its loopback up: MATRIX_UNITS_NS), so that two rows' tests binding the same
-# loopback port never meet (the venvs are built outside it: pip needs the index); otherwise (not root, no unshare,
+# namespace of their own (unshare --net, its loopback up, and /sys mounted again as ip netns exec does, so that
+# /sys/class/net is that namespace's: MATRIX_UNITS_NS), so that two rows' tests binding the same loopback port never
+# meet (the venvs are built outside it: pip needs the index); otherwise (not root, no unshare,
 # MATRIX_JOBS=1) one row at a time. ansible-test sanity, which is CPU, runs in one row
 # at a time (a lock). The rows' output is printed in the matrix's order once they have all ended.
 mkdir -p "$root/.matrix"
@@ -213,7 +214,7 @@ trap 'rm -rf "$rowdir"' EXIT
 jobs_max=${MATRIX_JOBS:-2}
 isolated=
 if [ "$jobs_max" -gt 1 ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null \
-    && unshare --net true 2>/dev/null; then
+    && unshare --net --mount true 2>/dev/null; then
   isolated=1
 else
   jobs_max=1

@@ -300,13 +300,13 @@ class Lab:
                   "expected_flows": coordinator_args["rendezvous"]["expected_flows"]}
         step_args = {"leaves": [], "spines": [], "hosts": [], "counters": True, "step": step}
         if fabric is not None:
-            self.ok("leaf1", "aifabric.lab.fabric_paths", dict(step_args, label="before"),
+            self.ok("leaf1", "aifabric.lab.fabric_paths_info", dict(step_args, label="before"),
                     {"changed": False, "paths": [], "fabric_counters": {
                         "step": step, "label": "before", "switches": self._switches(fabric, {})}})
         collect = {"state": "collected", "step": step, "party": coordinator, "token": token}
         self.ok(coordinator, "aifabric.lab.flow_step", collect, {"step": record}, name="Wait")
         if fabric is not None:
-            self.ok("leaf1", "aifabric.lab.fabric_paths", dict(step_args, label="after"),
+            self.ok("leaf1", "aifabric.lab.fabric_paths_info", dict(step_args, label="after"),
                     {"changed": False, "paths": [], "fabric_counters": {
                         "step": step, "label": "after", "switches": self._switches(fabric, streams_on)}})
 

@@ -12,6 +12,11 @@ host_python=
 if [ "${1:-}" = --host-python ]; then
   host_python=${2:?--host-python needs a version, like 3.9}; shift 2
 fi
+# One sanity run at a time on this checkout (make test's sanity tier and the matrix's rows run side by side): they share
+# this copy and ~/.ansible/test.
+mkdir -p "$root/build"
+exec 9> "$root/build/.sanity.lock"
+flock 9
 dest="$root/build/ansible-test/ansible_collections/aifabric/lab"
 rm -rf "$dest"
 mkdir -p "$dest"

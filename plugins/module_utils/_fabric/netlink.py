@@ -298,7 +298,7 @@ class Fabric:
 
     def counters(self, topo, clock=None):
         """``{switch: snapshot}`` of every fabric port (the leaves' host ports and uplinks, the spines' links), read
-        through netlink in each switch's namespace, shaped as port_counters' snapshots (``taken_at``, ``netdev``
+        through netlink in each switch's namespace, shaped as port_counters_info' snapshots (``taken_at``, ``netdev``
         statistics by name, ``qdisc`` counters, ``rdma`` empty), so a run's counters diff reads them alike."""
         import time
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from .. import _netns_enter as _netns
 from .._atomic import write_json as write_json_atomic
 from .._counters import snapshot
+from .._nic import identify as identify_nic
 from .clock import set_normal, set_realtime, tight_timers
 from .daemon import fork_reporting, gather, spawn
 from .engine import FlowSpec, engine_class
@@ -107,8 +108,17 @@ class HostPart:
         return self.rendezvous.get("host") == self.party
 
 
+def _nic(part):
+    """The step's NIC as the test report identifies it (``_nic.identify``), read after the flows; a NIC that cannot
+    be read is said in one line, never costs the result."""
+    try:
+        return identify_nic(part.counters.get("interface"), (part.counters.get("rdma_devices") or [None])[0])
+    except Exception as exc:  # noqa: BLE001  an identification that cannot be read must not cost the flows
+        return {"interface": part.counters.get("interface"), "error": "%s: %s" % (type(exc).__name__, exc)}
+
+
 def _counters(spec):
-    """A snapshot of the host's counters (see the port_counters module), or the reason it could not be taken."""
+    """A snapshot of the host's counters (see the port_counters_info module), or the reason it could not be taken."""
     try:
         if spec.get("qdiscs"):
             # pyroute2 is imported here, not with this file: it costs a tenth of a second, which every host's task
@@ -213,6 +223,7 @@ class _Daemon:
         out["servers"] = [r for r in server_results if r is not None]
         if part.counters is not None:
             out["counters"]["after"] = _counters(part.counters)
+            out["nic"] = _nic(part)
         self._verdict()
         out["ended_at"] = time.time()
         usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, format_size, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.events import report_events
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import analyze_fabric
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import (
     idle_share,
@@ -212,7 +213,7 @@ def analyze_step(step, baseline_gbps=None):
                           error="no result: the step expected this worker but its flow never reported "
                                 "(interrupted run or lost result)"))
     step = Step(name=step.name, plan=step.plan, flows=sorted(flows, key=lambda f: f.key), counters=step.counters,
-                start=step.start)
+                start=step.start, events=step.events)
     ok = [f for f in step.flows if f.ok]
     ok_keys = {f.key for f in ok}
     bottleneck = step.plan.bottleneck
@@ -225,6 +226,7 @@ def analyze_step(step, baseline_gbps=None):
     }
     if step.start:
         report["start"] = step.start
+    report.update(report_events(step.events))
     try:
         predicted = _predict(step)
     except BarrierInputError as exc:

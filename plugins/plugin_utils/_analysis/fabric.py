@@ -5,8 +5,8 @@
 spreading) beside the prediction and the measurement, and the paths proved by the fabric's own counters.
 
 Every flow's links are the kernel's answers to route lookups of its five-tuples made before the step
-(``fabric_paths``). After the step, each link's port counter (the bytes its switch sent into it, or for a host's link
-the bytes its leaf received from it) must agree with the bytes of the flows the lookups put on it: within
+(``fabric_paths_info``). After the step, each link's port counter (the bytes its switch sent into it, or for a host's
+link the bytes its leaf received from it) must agree with the bytes of the flows the lookups put on it: within
 ``[-PROOF_BELOW, +PROOF_ABOVE]`` of them (headers are 0.7% of a 9000-byte segment; the reverse flows' ACKs add up
 to about 0.4% of a flow per flow they acknowledge), and a link that no flow was put on must carry less than
 ``PROOF_EMPTY`` of the smallest flow. A flow sent over a link its lookup did not give moves a whole flow's bytes, far

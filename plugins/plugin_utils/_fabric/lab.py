@@ -50,7 +50,7 @@ def _rate(value, name):
 
 def fabric_topology(groups, hostvars, prefix="aff-", hash_name="l4", seed=None, host_rate=None, uplink_rate=None,
                     mtu=9000, hosts_groups=("sinks", "workers")):
-    """The fabric_topology / fabric_paths modules' description of the fabric, from the inventory."""
+    """The fabric_topology / fabric_paths_info modules' description of the fabric, from the inventory."""
     leaves = list(groups.get("leaves") or [])
     spines = list(groups.get("spines") or [])
     if not leaves:
@@ -99,7 +99,8 @@ def host_leaves(fabric):
 
 
 def equal_cost_paths(fabric, src, dst):
-    """Every path of least hops from host ``src`` to host ``dst`` (lists of link names, as fabric_paths names them)."""
+    """Every path of least hops from host ``src`` to host ``dst`` (lists of link names, as fabric_paths_info names
+    them)."""
     leaf = host_leaves(fabric)
     a, b = leaf[src], leaf[dst]
     if a == b:
@@ -146,13 +147,13 @@ def assign_ports(steps, flows_of_step, placement="hash", seed=0, buckets=PORT_BU
 
 
 def lookup_id(step, host, flow_id, stream, port):
-    """The id of one route lookup (a stream's candidate port): what ``place`` finds fabric_paths' answer by."""
+    """The id of one route lookup (a stream's candidate port): what ``place`` finds fabric_paths_info' answer by."""
     return "%s|%s|%s|%d|%d" % (step, host, flow_id, stream, port)
 
 
 def place(the_plan, paths):
     """The plan (a ``_plan.model.Plan``) with each stream's source port and path chosen (``fabric.placed``): ``paths``
-    is fabric_paths' answer for ``_plan.args.lookup_flows(the_plan)``. ``hash``: the one candidate; ``spread``:
+    is fabric_paths_info' answer for ``_plan.args.lookup_flows(the_plan)``. ``hash``: the one candidate; ``spread``:
     greedily, flow by flow in a fixed order, the candidate whose path keeps the busiest link it crosses least loaded
     (ties: the lowest total load)."""
     found = {}
@@ -172,8 +173,8 @@ def place(the_plan, paths):
                     for port in ports:
                         key = lookup_id(step, host, flow_id, i, port)
                         if key not in found:
-                            raise FabricLabError("fabric lookup: no answer for %s; run fabric_paths with the plan's "
-                                                 "lookup_flows" % key)
+                            raise FabricLabError("fabric lookup: no answer for %s; run fabric_paths_info with the "
+                                                 "plan's lookup_flows" % key)
                         links = found[key]
                         score = (max(load.get(lk, 0) + 1 for lk in links), sum(load.get(lk, 0) for lk in links))
                         if best is None or score < best[0]:

@@ -99,14 +99,15 @@ def get_run(db_path, ref, runs_dir=None, notify=None):
         return _fetch_ref(conn, ref, "ref", db_path)
 
 
-def baseline_run(db_path, steps, ref=None, runs_dir=None, notify=None):
+def baseline_run(db_path, steps, ref=None, runs_dir=None, notify=None, sync=True):
     """The run a ``vs_baseline`` gate compares with: ``ref`` (a run of the history, as ``get_run`` takes it), else
     the latest run in which a step named like one of ``steps`` completed. Returns ``{run, path, steps: {name:
     step_s}, p50_step_s}`` (the completed steps of those names; their median), or ``{reason}`` when the history holds
-    no such run."""
+    no such run. ``sync``: first index the run directories under ``runs_dir`` it does not hold yet (the history
+    filter leaves that to the ``aifabric.lab.history`` action, and reads only)."""
     names = [str(n) for n in steps or []]
     with open_history(db_path, runs_dir, notify) as conn:
-        if runs_dir:  # runs made while the history was not written (history off, another database) count too
+        if runs_dir and sync:  # runs made while the history was not written (history off, another database) count too
             sync_runs(conn, os.path.abspath(str(runs_dir)), notify or notify_stderr)
         if ref not in (None, "", "latest") or not names:
             run_id = _resolve(conn, ref or "latest", "expect.baseline", db_path)

@@ -4,7 +4,7 @@
 """The modules' arguments, made from the plan (a ``model.Plan``): one host's ``flow_step`` arguments for a step
 (``host_args``), those every host of a step shares (``common_args``), the one task that starts every host's part in
 its namespace (``batch_args``), a host's ``throttle`` arguments (``throttle_args``) and the route lookups
-``fabric_paths`` makes before the steps (``lookup_flows``). The role passes them on as they are: plain dicts."""
+``fabric_paths_info`` makes before the steps (``lookup_flows``). The role passes them on as they are: plain dicts."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def throttle_args(the_plan, host):
 
 
 def lookup_flows(the_plan):
-    """The flows to ask the fabric about: every candidate source port of every stream (fabric_paths' ``flows``)."""
+    """The flows to ask the fabric about: every candidate source port of every stream (fabric_paths_info' ``flows``)."""
     fabric = the_plan.fabric
     out = []
     for step, hosts in sorted(fabric.ports.items()) if fabric else []:

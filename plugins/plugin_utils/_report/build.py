@@ -19,6 +19,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric impo
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import broken_messages, evaluate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.job import analyze_job_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean_idle_share, summary
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import build_test_report
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.formats import FORMATS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import load_run, write_files
@@ -47,6 +48,7 @@ def build_report(run):
     report["experiments"] = [e for e in summaries if e]
     _check_gates(report, run.experiments)
     _fabric_summaries(report)
+    report["test_report"] = build_test_report(report, run)
     return report
 
 

@@ -13,10 +13,12 @@ import io
 import re
 from xml.etree import ElementTree
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import rows as test_report_rows
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.html import report_html
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.metrics import metrics_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._text import number_or_dash, share_or_dash
 
-__all__ = ["report_markdown", "flows_csv", "steps_csv", "junit_xml", "FORMATS"]
+__all__ = ["report_markdown", "flows_csv", "steps_csv", "junit_xml", "csv_text", "FORMATS"]
 
 
 def report_markdown(report):
@@ -43,6 +45,15 @@ def report_markdown(report):
         for g in s.get("gates") or []:
             said = "held" if g["ok"] else "BROKEN" if g["ok"] is False else "not checked"
             out += ["", "**%s, gate %s:** %s" % (_name(s["step"]), said, _cell(g["message"]))]
+        if s.get("refused") is not None:
+            out += ["", "**%s, refused:** %d connection%s (peers that are not the step's): %s" % (
+                _name(s["step"]), s["refused_total"], "" if s["refused_total"] == 1 else "s",
+                "; ".join("%s x%d by %s: %s" % (_name(r["peer"]), r["count"], _name(r["by"]), _cell(r["reason"]))
+                          for r in s["refused"][:8]) or "-")]
+        if s.get("results"):
+            out += ["", "**%s, results:** %s" % (_name(s["step"]), _cell(s["results"]["sentence"]))]
+        for a in s.get("anomalies") or []:
+            out += ["", "**%s, anomaly:** %s" % (_name(s["step"]), _cell(a))]
     for e in report.get("experiments") or []:
         if e["steps"] < 2 and not e.get("collective"):
             continue
@@ -69,6 +80,9 @@ def report_markdown(report):
     if gates:
         out += ["", "## Gates: %s" % ("all held" if gates["status"] == "ok" else "%d BROKEN" % len(gates["broken"]))]
         out += ["- %s" % _cell(m) for m in gates["broken"]]
+    if report.get("test_report"):
+        out += ["", "## Test report (%s)" % _cell(report["test_report"]["reference"]), "", "| item | |", "|---|---|"]
+        out += ["| %s | %s |" % (_cell(label), _cell(text)) for label, text in test_report_rows(report["test_report"])]
     return "\n".join(out) + "\n"
 
 
@@ -156,7 +170,8 @@ def _csv_value(value):
     return value
 
 
-def _csv(columns, rows):
+def csv_text(columns, rows):
+    """``rows`` (dicts) as CSV of ``columns``: a header, then a row a line, each cell ``_csv_value``'s."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
@@ -177,7 +192,7 @@ def flows_csv(report):
                     row.update(prediction_error=(f["completion_s"] / f["predicted_s"] - 1)
                                if f.get("completion_s") and f.get("predicted_s") else None)
                 rows.append(row)
-    return _csv(_FLOW_COLUMNS, rows)
+    return csv_text(_FLOW_COLUMNS, rows)
 
 
 def steps_csv(report):
@@ -189,7 +204,7 @@ def steps_csv(report):
                    counters_verdict=(s.get("counters") or {}).get("verdict"),
                    gates_broken="; ".join(g["message"] for g in s.get("gates") or [] if g["ok"] is False) or None)
         rows.append(row)
-    return _csv(_STEP_COLUMNS, rows)
+    return csv_text(_STEP_COLUMNS, rows)
 
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -237,4 +252,4 @@ def junit_xml(report):
 
 # every file a run directory holds beside report.json and report.txt, with the function that writes it
 FORMATS = {"report.md": report_markdown, "flows.csv": flows_csv, "steps.csv": steps_csv, "junit.xml": junit_xml,
-           "report.html": report_html}
+           "report.html": report_html, "metrics.prom": metrics_text}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import rows as test_report_rows
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.templates import template_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._text import natural_key, number_or_dash, share_or_dash
 from jinja2 import Environment, StrictUndefined
@@ -415,6 +416,7 @@ def _view(report):
                             "collective": _collective(e, by_name) if e.get("collective") else None,
                             "anchors": anchors})
     out["experiments"] = experiments
+    out["test_report"] = test_report_rows(report["test_report"]) if report.get("test_report") else []
     return out
 
 

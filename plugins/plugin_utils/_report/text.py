@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import rows as test_report_rows
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.templates import template_text
 from jinja2 import Environment, StrictUndefined
 
@@ -18,7 +19,8 @@ _TEMPLATE = _ENV.from_string(template_text("report.txt.j2"))
 
 
 def render_text(report):
-    return _TEMPLATE.render(report=report, brief=_brief_steps(report))
+    rows = test_report_rows(report["test_report"]) if report.get("test_report") else []
+    return _TEMPLATE.render(report=report, brief=_brief_steps(report), test_report_rows=rows)
 
 
 def _brief_steps(report):

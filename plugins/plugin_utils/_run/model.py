@@ -152,6 +152,7 @@ class Step:
     flows: list  # [Flow], clients only, in the order their results reached the controller
     counters: dict = field(default_factory=dict)  # host -> {before, after, interface, engine}
     start: dict | None = None  # how the step started (starts/<step>.json)
+    events: dict | None = None  # what the hosts saw beside the flows (events/<step>.json: _run.records.step_events)
     programs: dict = field(default_factory=dict)  # a job's step: host -> its program result (programs/<step>/)
 
     def planned(self, flow):
@@ -209,11 +210,12 @@ def _on_fabric(step_plan, plan, step):
     return StepPlan(**dict(step_plan.__dict__, flows=flows, fabric=info))
 
 
-def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None, programs=None):
+def build_run(records, plans=None, counters=None, starts=None, path=None, lab=None, experiments=None, events=None,
+              programs=None):
     """A ``Run`` from flow records grouped by step (``{step: [record]}``), the steps' plans (``{step: StepPlan}``;
-    a step without one is described by its flows' annotations), counters, starts and a job's steps' program results
-    (``{step: {host: result}}``; a job's step has no flow)."""
-    plans, counters, starts, programs = plans or {}, counters or {}, starts or {}, programs or {}
+    a step without one is described by its flows' annotations), counters, starts, events and a job's steps' program
+    results (``{step: {host: result}}``; a job's step has no flow)."""
+    plans, counters, starts, events, programs = plans or {}, counters or {}, starts or {}, events or {}, programs or {}
     records = dict(records)
     for name in programs:
         records.setdefault(name, [])
@@ -222,6 +224,6 @@ def build_run(records, plans=None, counters=None, starts=None, path=None, lab=No
         recs = [r for r in recs if r.get("role", "client") == "client"]
         plan = plans.get(name) or StepPlan.from_annotations(recs)
         steps.append(Step(name=name, plan=plan, flows=[Flow.from_record(r) for r in recs],
-                          counters=counters.get(name) or {}, start=starts.get(name),
+                          counters=counters.get(name) or {}, start=starts.get(name), events=events.get(name),
                           programs=programs.get(name) or {}))
     return Run(path=path, steps=steps, lab=lab or {}, experiments=experiments or [])

@@ -14,12 +14,13 @@ own account follows - unless that account only says the controller's cleanup sto
 
 from __future__ import annotations
 
+import copy
 import time
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import build_run, step_plans
 
-__all__ = ["Collector", "applied_throttles", "counters_entry", "missing_flow_cause", "run_from_records",
-           "start_summary"]
+__all__ = ["Collector", "applied_throttles", "counters_entry", "missing_flow_cause", "rdma_identity",
+           "run_from_records", "start_summary", "step_events"]
 
 
 def applied_throttles(results):
@@ -28,6 +29,25 @@ def applied_throttles(results):
     for res in results or []:
         if isinstance(res, dict) and res.get("item") and res.get("description") and not res.get("failed"):
             out[str(res["item"])] = str(res["description"])
+    return out
+
+
+def rdma_identity(devices):
+    """What identifies a host's RDMA devices, from ``rdma_info``'s ``devices``: per device its firmware and node GUID,
+    per port its link layer, state, speed, width and active MTU (the test report's DUT identification)."""
+    out = {}
+    for name, device in sorted(devices.items()):
+        if not isinstance(device, dict):
+            continue
+        entry = {k: device[k] for k in ("fw_ver", "node_guid", "hca_type", "board_id") if device.get(k)}
+        ports = {}
+        for port, info in sorted((device.get("ports") or {}).items()):
+            if isinstance(info, dict):
+                ports[str(port)] = {k: info[k] for k in ("link_layer", "state", "speed", "width", "active_mtu",
+                                                         "data_gbps", "netdevs") if info.get(k) is not None}
+        if ports:
+            entry["ports"] = ports
+        out[str(name)] = entry
     return out
 
 
@@ -79,6 +99,69 @@ def start_summary(record):
     }
 
 
+def _refusals(entries, by):
+    """A refusal list (``_flow/refusals``' entries ``{peer, reason, count, ...}``) as the run record keeps it."""
+    out = []
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get("reason"):
+            out.append({"peer": entry.get("peer"), "reason": str(entry["reason"]),
+                        "count": int(entry.get("count") or 1), "by": by})
+    return out
+
+
+def _part_events(host, part):
+    """What a host's part says beside its flows: the peers its flow servers refused, a result file it could not
+    write."""
+    refused, unlisted = [], {}
+    for server in part.get("servers") or []:
+        if not isinstance(server, dict):
+            continue
+        where = "the flow server at %s:%s on %s" % (server.get("address"), server.get("port"), host)
+        refused.extend(_refusals(server.get("rejected"), where))
+        if server.get("rejected_unlisted"):
+            unlisted[where] = int(server["rejected_unlisted"])
+    events = {}
+    if refused or unlisted:
+        events["refused"], events["refused_unlisted"] = refused, unlisted
+    if part.get("result_file_error"):
+        events["result_file_errors"] = {host: str(part["result_file_error"])}
+    return events
+
+
+def step_events(record, coordinator=None):
+    """What the coordinator's record of a step says beside the flows (None when nothing): ``refused``, the peers the
+    rendezvous refused (``{peer, reason, count, by}``), ``refused_unlisted`` (where -> how many were counted past the
+    list's size); ``results``, when the coordinator died and its record was assembled from the results it had stored
+    before acknowledging them: ``{survived, lost}``; ``store_errors``, party -> why the coordinator could not store a
+    result durably. (What each host's part says, its flow servers' refusals and ``result_file_errors``, host -> why
+    it could not keep its own copy of its result, comes with the part: ``Collector.add_part``.)"""
+    where = "the rendezvous on %s" % coordinator if coordinator else "the rendezvous"
+    events = {"refused": _refusals(record.get("rejected"), where), "refused_unlisted": {}}
+    if record.get("rejected_unlisted"):
+        events["refused_unlisted"][where] = int(record["rejected_unlisted"])
+    if record.get("recovered"):
+        events["results"] = {"survived": list(record.get("survived") or []), "lost": list(record.get("lost") or [])}
+    if isinstance(record.get("store_errors"), dict) and record["store_errors"]:
+        events["store_errors"] = {str(k): str(v) for k, v in sorted(record["store_errors"].items())}
+    if not (events["refused"] or events["refused_unlisted"]):
+        del events["refused"], events["refused_unlisted"]
+    return events or None
+
+
+def _merge_events(into, more):
+    """``more`` (``step_events``' form) added to ``into``: refusals by (by, peer, reason), hosts' errors by host."""
+    if more.get("refused") or more.get("refused_unlisted"):
+        have = {(r["by"], r["peer"], r["reason"]) for r in into.setdefault("refused", [])}
+        into["refused"].extend(r for r in more.get("refused") or [] if (r["by"], r["peer"], r["reason"]) not in have)
+        into.setdefault("refused_unlisted", {}).update(more.get("refused_unlisted") or {})
+    for key in ("result_file_errors", "store_errors"):
+        if more.get(key):
+            into.setdefault(key, {}).update(more[key])
+    if more.get("results") and "results" not in into:
+        into["results"] = more["results"]
+    return into
+
+
 class _Discard:
     """A writer that keeps nothing (the gates read the records, the run directory is the callback's)."""
 
@@ -87,10 +170,11 @@ class _Discard:
 
 
 class Collector:
-    """The flows, counters and starts of a play, step by step, from what the hosts returned. ``writer``: gets each
-    piece as it is accepted (``add_flow(step, record)``, ``add_counters(step, host, entry)``, ``add_start(step,
-    start)``, ``set_kernel(host, kernel)``); ``planned``: a step name -> whether a plan describes it (a flow of a
-    planned step keeps no annotations: plan.json has its facts)."""
+    """The flows, counters, starts and events of a play, step by step, from what the hosts returned. ``writer``:
+    gets each piece as it is accepted (``add_flow(step, record)``, ``add_counters(step, host, entry)``,
+    ``add_start(step, start)``, ``add_events(step, events)``, ``set_kernel(host, kernel)``, ``set_nic(host, nic)``);
+    ``planned``: a step name -> whether a plan describes it (a flow of a planned step keeps no annotations: plan.json
+    has its facts)."""
 
     def __init__(self, writer=None, planned=None, clock=None):
         self.writer = writer or _Discard()
@@ -99,7 +183,10 @@ class Collector:
         self.flows = {}  # step -> {(host, flow_id): record}, in the order they came
         self.counters = {}  # step -> {host: entry}
         self.starts = {}  # step -> summary
+        self.events = {}  # step -> what the hosts saw beside the flows (``step_events``)
+        self.coordinators = {}  # step -> the host that coordinated it (the collecting task's)
         self.kernels = {}  # host -> kernel
+        self.nics = {}  # host -> the NIC its step ran on (module_utils/_nic.identify)
         self.programs = {}  # step -> {host: program result} (a job's steps)
         self._fabric_before = {}
 
@@ -137,17 +224,34 @@ class Collector:
         if isinstance(part.get("program"), dict):
             self.add_program(step, host, part["program"], fill_only=fill_only)
         self.add_counters(step, host, part.get("counters"))
+        self.add_events(step, _part_events(host, part))
         if part.get("kernel") and self.kernels.get(host) != part["kernel"]:
             self.kernels[host] = part["kernel"]
             self.writer.set_kernel(host, part["kernel"])
+        if isinstance(part.get("nic"), dict) and self.nics.get(host) != part["nic"]:
+            self.nics[host] = part["nic"]
+            self.writer.set_nic(host, part["nic"])
 
-    def add_step_record(self, record, fill_only=False):
-        """The coordinator's record of a step: every host's part, a cause for every flow that never reported, and how
-        the step started."""
+    def add_events(self, step, events):
+        """What a step's hosts saw beside its flows (``step_events``' form), added to what the step has."""
+        if not events:
+            return
+        before = self.events.get(step)
+        merged = _merge_events(copy.deepcopy(before) if before else {}, events)
+        if merged != before:
+            self.events[step] = merged
+            self.writer.add_events(step, merged)
+
+    def add_step_record(self, record, fill_only=False, coordinator=None):
+        """The coordinator's record of a step: every host's part, a cause for every flow that never reported, how
+        the step started, and what its hosts saw beside the flows (``step_events``; ``coordinator``: its host)."""
         step = record.get("step") or "step"
         hosts = record.get("hosts") or {}
         for host, part in sorted(hosts.items()):
             self.add_part(step, host, part or {}, fill_only=fill_only)
+        if coordinator:
+            self.coordinators.setdefault(step, coordinator)
+        self.add_events(step, step_events(record, self.coordinators.get(step)))
         for host, flow_ids in sorted((record.get("expected_flows") or {}).items()):
             if host in hosts:
                 continue
@@ -176,7 +280,7 @@ class Collector:
                                            "annotations": client.get("annotations") or {}})
 
     def add_fabric_counters(self, data):
-        """The fabric lab's switches' snapshots (fabric_paths with step and label): before is kept until after."""
+        """The fabric lab's switches' snapshots (fabric_paths_info with step and label): before is kept until after."""
         step, label, switches = data.get("step"), data.get("label"), data.get("switches")
         if not step or not isinstance(switches, dict):
             return
@@ -207,4 +311,4 @@ def run_from_records(records, plan, applied=None, baseline=None):
         if isinstance(record, dict):
             collector.add_step_record(record)
     return build_run(collector.records(), plans, collector.counters, collector.starts, experiments=[plan],
-                     programs=collector.programs)
+                     events=collector.events, programs=collector.programs)

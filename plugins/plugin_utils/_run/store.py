@@ -14,6 +14,8 @@ name), holds::
     flows/<step>/<host>[--<flow>].json   one record per flow: measurements only (bytes, times, status, cause)
     counters/<step>/<host>.json     the host's snapshots {before, after} of one step
     starts/<step>.json              how the step started (the rendezvous' margin, probe rounds, arm times)
+    events/<step>.json              what the hosts saw beside the flows: peers refused, results that survived a
+                                    coordinator that died, a result a host could not keep (``_run.records``)
     programs/<step>/<host>.json     a job's step: the host's program result (docs/job-contract.md section 2)
     report.json, report.txt, ...    the report's files (_report.build.report_files), written whole
 
@@ -37,14 +39,13 @@ from ansible_collections.aifabric.lab.plugins.module_utils._atomic import write_
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan, PlanError
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import StepPlan, build_run, step_plans
 
-__all__ = ["PLAN_FILE", "PLAN_SCHEMA_VERSION", "FLOWS", "COUNTERS", "STARTS", "PROGRAMS", "RunDirectory",
+__all__ = ["PLAN_FILE", "PLAN_SCHEMA_VERSION", "FLOWS", "COUNTERS", "STARTS", "EVENTS", "PROGRAMS", "RunDirectory",
            "collection_version", "controller_facts", "is_run_dir", "load_run", "plan_record", "read_plan", "run_dirs",
-           "safe_name",
-           "stamp_of", "write_files"]
+           "safe_name", "stamp_of", "write_files"]
 
 PLAN_FILE = "plan.json"
 PLAN_SCHEMA_VERSION = 2  # 1: each step's plan kept beside the experiments' (twice)
-FLOWS, COUNTERS, STARTS, PROGRAMS = "flows", "counters", "starts", "programs"
+FLOWS, COUNTERS, STARTS, EVENTS, PROGRAMS = "flows", "counters", "starts", "events", "programs"
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
 _STAMP = re.compile(r"^(\d{8}T\d{6})(?:-(.*))?$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -154,6 +155,9 @@ class RunDirectory:
     def add_start(self, step, start):
         write_json(os.path.join(self.path, STARTS, safe_name(step) + ".json"), dict(start, step=step))
 
+    def add_events(self, step, events):
+        write_json(os.path.join(self.path, EVENTS, safe_name(step) + ".json"), dict(events, step=step))
+
     def add_program(self, step, host, result):
         """A job step's host result (docs/job-contract.md section 2), as the host returned it."""
         write_json(os.path.join(self.path, PROGRAMS, safe_name(step), safe_name(host) + ".json"),
@@ -233,9 +237,9 @@ def _load_counters(path):
     return out
 
 
-def _load_starts(path):
+def _load_starts(path, kind=STARTS):
     out = {}
-    base = os.path.join(path, STARTS)
+    base = os.path.join(path, kind)
     for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
         if name.endswith(".json"):
             with open(os.path.join(base, name)) as handle:
@@ -261,4 +265,4 @@ def load_run(path):
     """The run directory at ``path`` as a ``Run``."""
     experiments, plans, lab = read_plan(path) or ([], {}, {})
     return build_run(_load_flows(path), plans, _load_counters(path), _load_starts(path), path=os.path.abspath(path),
-                     lab=lab, experiments=experiments, programs=_load_programs(path))
+                     lab=lab, experiments=experiments, events=_load_starts(path, EVENTS), programs=_load_programs(path))

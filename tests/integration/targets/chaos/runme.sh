@@ -128,7 +128,8 @@ if want tmpfs; then
   # worker2 could not keep its own copy (no space for it), and its result reached the report over the network
   ! ls "$tmpfs_dir"/step-*-worker2.json >/dev/null 2>&1 || { echo "worker2 wrote its result: the tmpfs was not full"; exit 1; }
   umount "$tmpfs_dir"; tmpfs_dir=""
-  row "a 1 MB tmpfs, full, as worker2's state directory" "$(run_dir)" ok --kept worker1,worker2,worker3
+  row "a 1 MB tmpfs, full, as worker2's state directory" "$(run_dir)" ok --kept worker1,worker2,worker3 \
+    --anomaly "worker2=could not keep its own copy of its result"
 fi
 
 # 10. ansible-playbook killed (SIGKILL) mid-step, then a new experiment on the same hosts: the new run finds what

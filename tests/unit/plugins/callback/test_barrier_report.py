@@ -245,8 +245,8 @@ def test_the_callback_the_re_render_and_the_filter_give_the_same_report_byte_for
     from ansible_collections.aifabric.lab.plugins.filter.report import report_files
 
     files = report_files(run_report(path))
-    assert sorted(files) == ["flows.csv", "junit.xml", "report.html", "report.json", "report.md", "report.txt",
-                             "steps.csv"]
+    assert sorted(files) == ["flows.csv", "junit.xml", "metrics.prom", "report.html", "report.json", "report.md",
+                             "report.txt", "steps.csv"]
     for name, text in files.items():  # every file the callback wrote is the filter's, byte for byte
         assert open(os.path.join(path, name)).read() == text, name
     render_run(path)  # the re-render, writing the files again

@@ -27,14 +27,20 @@ def test_every_filter_is_registered_once_in_the_file_of_its_concept():
         "barrier": ["barrier_analysis", "barrier_gates"], "counters": ["counters_diff"],
         "fabric": ["fabric_lab_topology", "fabric_lookup_flows", "fabric_place"], "fair_share": ["fair_share"],
         "history": ["history_baseline", "history_compare", "history_compare_files", "history_compare_text",
-                    "history_rebuild", "history_record", "history_runs", "history_table"],
+                    "history_export", "history_rebuild", "history_record", "history_runs", "history_table"],
         "job": ["job_sweep_points", "job_sweep_table"], "netns_lab": ["netns_lab_hosts"],
         "plan": ["experiment_owner", "flow_plan", "flow_step_args", "flow_step_batch_args", "throttle_args"],
+        "preflight": ["preflight_paths", "preflight_report"],
         "report": ["render_run", "report_files", "report_json", "report_text", "run_report"],
         "units": ["rate_bps"]}
     assert sum(len(filters) for filters in BY_FILE.values()) == len(F)  # no name in two files
     documented = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(FILTER_DIR, "*.yml"))}
     assert documented == set(F)  # every filter has its page (ansible-doc -t filter)
+
+
+def test_the_preflight_checks_the_paths_the_plan_makes():
+    # the seed's incast: every worker sends to the sink
+    assert F["preflight_paths"](PLAN) == [["w1", "sink"], ["w2", "sink"], ["w3", "sink"]]
 
 
 def test_the_seed_through_the_filters():
@@ -67,7 +73,7 @@ def test_the_seed_through_the_filters():
     ("barrier_analysis", ("not a list",), "barrier_analysis: expected a list of flow results"),
     ("fair_share", ({"f": ["l"]}, {"l": "8gbps"}), "fair_share: links.l: '8gbps' is ambiguous"),
     ("rate_bps", ("fast",), "rate: 'fast'"),
-    ("counters_diff", ("x", {}), "counters_diff: give two port_counters snapshots"),
+    ("counters_diff", ("x", {}), "counters_diff: give two port_counters_info snapshots"),
     ("run_report", ("/nonexistent-run",), "run_report: /nonexistent-run has no flows/ directory"),
     ("report_json", ({},), "report_json: give a report"),
     ("report_text", ([],), "report_text: give a report"),

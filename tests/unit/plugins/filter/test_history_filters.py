@@ -33,7 +33,7 @@ def warnings(monkeypatch):
 
 def test_every_filter_is_registered():
     assert sorted(F) == ["history_baseline", "history_compare", "history_compare_files", "history_compare_text",
-                         "history_rebuild", "history_record", "history_runs", "history_table"]
+                         "history_export", "history_rebuild", "history_record", "history_runs", "history_table"]
 
 
 def test_record_list_and_compare_through_the_filters(runs, warnings):
@@ -107,3 +107,21 @@ def test_the_baseline_of_a_vs_baseline_gate_is_the_latest_run_with_the_step(runs
         plan({"name": "ring", "pattern": "ring", "expect": {"vs_baseline": 0.95}}, groups, hostvars).to_dict(), db,
         str(runs))["reason"]
     assert "no run history yet" in F["history_baseline"](the_plan, None, str(runs / "nowhere"))["reason"]
+
+
+def test_the_baseline_filter_reads_only(runs, warnings):
+    """Without a history file it says so and writes none (the aifabric.lab.history action builds it); with one, a run
+    directory the history does not hold is not indexed by the filter."""
+    groups = {"workers": ["w1", "w2"], "sinks": ["sink"]}
+    hostvars = {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "w1", "w2"], 1)}
+    the_plan = plan({"name": "barrier", "expect": {"vs_baseline": 0.95}}, groups, hostvars).to_dict()
+    db = str(runs / "history.sqlite")
+    said = F["history_baseline"](the_plan, db, str(runs))["reason"]
+    assert "aifabric.lab.history with sync: true builds it" in said and not os.path.exists(db)
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._history.task import held, run_task
+
+    shutil.rmtree(str(runs / RUNS[1]))
+    run_task({"record": None, "sync": True, "rebuild": False, "runs_dir": str(runs), "db": db})
+    shutil.copytree(os.path.join(FIXTURES, RUNS[1]), str(runs / RUNS[1]))  # a newer run, not indexed yet
+    assert F["history_baseline"](the_plan, db, str(runs))["run"] == RUNS[0]
+    assert sorted(os.path.basename(p) for p in held(db)) == [RUNS[0]]

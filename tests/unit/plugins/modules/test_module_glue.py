@@ -53,7 +53,7 @@ def parse(path):
 
 
 def test_the_rule_places_the_glue_files_that_exist():
-    assert glue_of("tc_shape") == "_tc_shape_module" and glue_of("fabric_paths") == "_fabric.paths_module"
+    assert glue_of("tc_shape") == "_tc_shape_module" and glue_of("fabric_paths_info") == "_fabric.paths_info_module"
     assert glue_of("flow") == "_flow.module" and glue_of("flow_step") == "_flow.step_module"
     glue_files = set()
     for dirpath, _dirs, files in os.walk(MODULE_UTILS):

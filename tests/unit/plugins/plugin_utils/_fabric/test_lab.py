@@ -80,7 +80,7 @@ def _plan(**fabric):
 
 
 def _answer(the_plan, spine_of):
-    """What fabric_paths would answer: each flow's spine chosen by ``spine_of(host, sport)``."""
+    """What fabric_paths_info would answer: each flow's spine chosen by ``spine_of(host, sport)``."""
     leaf = {"w1": "leaf1", "w2": "leaf1", "w3": "leaf2", "w4": "leaf2"}
     by_address = {e.address: h for h, e in the_plan.hosts.items()}
     out = []

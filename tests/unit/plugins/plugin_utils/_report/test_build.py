@@ -70,6 +70,35 @@ def test_run_directory_round_trip(tmp_path):
     assert [s.name for s in load_run(run.path).steps] == ["barrier"]
 
 
+def test_the_peers_refused_and_the_survivors_of_a_dead_coordinator_are_in_every_report_file(tmp_path):
+    """events/<step>.json (what the hosts saw beside the flows) re-renders into report.json, .txt, .md and .html."""
+    run = RunDirectory(str(tmp_path), "chaos")
+    run.add_flow("barrier", rec("w1", 2.69))
+    run.add_flow("barrier", rec("w2", None, status="error"))
+    run.add_events("barrier", {
+        "refused": [{"peer": "198.18.8.11", "reason": "bad token", "count": 2, "by": "the rendezvous on sink"}],
+        "refused_unlisted": {"the rendezvous on sink": 5}, "results": {"survived": ["w1"], "lost": ["w2"]},
+        "result_file_errors": {"w1": "OSError: [Errno 28] No space left on device"}})
+    text = render_run(run.path)
+    files = {name: open(os.path.join(run.path, name)).read() for name in ("report.json", "report.md", "report.html")}
+    step = json.loads(files["report.json"])["steps"][0]
+    assert step["refused"] == [{"peer": "198.18.8.11", "reason": "bad token", "count": 2,
+                                "by": "the rendezvous on sink"}]
+    assert step["refused_total"] == 7
+    assert step["results"]["survived"] == ["w1"] and step["results"]["lost"] == ["w2"]
+    assert step["anomalies"] == ["w1 could not keep its own copy of its result (OSError: [Errno 28] No space left on "
+                                 "device); it reached the coordinator over the network"]
+    assert "  refused                7 connections (peers that are not the step's)\n" in text
+    assert "    198.18.8.11 x2, by the rendezvous on sink: bad token\n" in text
+    assert "  results                the coordinator died: the results of w1 survived" in text
+    assert "  ! w1 could not keep its own copy of its result" in text
+    assert "**barrier, refused:** 7 connections (peers that are not the step's): 198.18.8.11 x2 by the rendezvous " \
+           "on sink: bad token" in files["report.md"]
+    assert "**barrier, results:** the coordinator died: the results of w1 survived" in files["report.md"]
+    assert '<li class="refused-peer" data-peer="198.18.8.11">' in files["report.html"]
+    assert 'data-survived="w1" data-lost="w2"' in files["report.html"]
+
+
 def test_run_directories_never_collide(tmp_path):
     a = RunDirectory(str(tmp_path), "x", clock=lambda: 0)
     b = RunDirectory(str(tmp_path), "x", clock=lambda: 0)

@@ -106,3 +106,37 @@ def test_the_gates_read_the_records_as_the_callback_does():
     assert [(f.host, f.status, f.cause_from) for f in step.flows] == [("w1", "ok", None), ("w2", "error", "rendezvous")]
     assert step.plan.flow("w2").throttle_mechanism == "w2: tc htb on eth0's egress"
     assert step.start == start_summary(record()) and run.experiments == [PLAN]
+
+
+def test_the_peers_refused_and_the_results_that_survived_are_kept_with_the_step():
+    """What the hosts saw beside the flows reaches the run record: the rendezvous' refusals (named by the host that
+    coordinates), each flow server's, a host that could not keep its own copy, and which results survived a
+    coordinator that died (its record assembled from the results it had stored)."""
+    writer = Writer()
+    collected = Collector(writer)
+    stray = {"peer": "198.18.0.11", "reason": "bad token", "count": 3, "first_at": 1.0, "last_at": 2.0}
+    sink = {"clients": [], "servers": [{"address": "198.18.0.1", "port": 18600, "rejected_unlisted": 2, "rejected": [
+        {"peer": "198.18.0.11", "reason": "no hello within 5 s", "count": 1}]}]}
+    hosts = dict(record()["hosts"], sink=sink)
+    hosts["w1"] = dict(hosts["w1"], result_file_error="OSError: [Errno 28] No space left on device")
+    collected.add_step_record(record(hosts=hosts, rejected=[stray], rejected_unlisted=0), coordinator="sink")
+    events = collected.events["barrier"]
+    assert events["refused"] == [
+        {"peer": "198.18.0.11", "reason": "no hello within 5 s", "count": 1,
+         "by": "the flow server at 198.18.0.1:18600 on sink"},
+        {"peer": "198.18.0.11", "reason": "bad token", "count": 3, "by": "the rendezvous on sink"}]
+    assert events["refused_unlisted"] == {"the flow server at 198.18.0.1:18600 on sink": 2}
+    assert events["result_file_errors"] == {"w1": "OSError: [Errno 28] No space left on device"}
+    assert "results" not in events
+    # the same record again (another host's clean-up returns it): nothing new, nothing written twice
+    calls = [c for c in writer.calls if c[0] == "add_events"]
+    collected.add_step_record(record(hosts=hosts, rejected=[stray]), fill_only=True)
+    assert [c for c in writer.calls if c[0] == "add_events"] == calls
+    # the coordinator died: the record the clean-up assembled says whose results survived
+    collected.add_step_record({"step": "barrier", "status": "failed", "recovered": True, "survived": ["w1"],
+                               "lost": ["w2"], "hosts": {}, "parties": {}, "rejected": [],
+                               "store_errors": {"w2": "OSError: EIO"}}, fill_only=True)
+    events = collected.events["barrier"]
+    assert events["results"] == {"survived": ["w1"], "lost": ["w2"]}
+    assert events["store_errors"] == {"w2": "OSError: EIO"}
+    assert writer.calls[-1] == ("add_events", "barrier", events)

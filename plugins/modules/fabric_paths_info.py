@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: fabric_paths
+module: fabric_paths_info
 short_description: Each flow's path through the fabric, by the kernel's own route lookups, and the fabric's counters
-version_added: 0.4.0
+version_added: 0.5.0
 description:
+  - Named C(aifabric.lab.fabric_paths) before 0.5.0; that name still works (redirected here), deprecated, until
+    1.0.0.
   - For each flow (a five-tuple), asks every switch on its way which next hop it takes, as the forwarding path would
     for the flow's packets arriving on that switch's input port (RTM_GETROUTE with input interface, addresses,
     protocol and ports), from the source's leaf to the destination's. Returns the links the flow crosses.
@@ -75,7 +77,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Which spine carries worker1's flow to worker5 from port 20001?
-  aifabric.lab.fabric_paths:
+  aifabric.lab.fabric_paths_info:
     leaves: "{{ fabric.leaves }}"
     spines: "{{ fabric.spines }}"
     hosts: "{{ fabric.hosts }}"
@@ -106,7 +108,7 @@ fabric_counters:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric.paths_module import module_args, run_module
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.paths_info_module import module_args, run_module
 
 
 def main():

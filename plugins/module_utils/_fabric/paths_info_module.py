@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fabric_paths module's glue: its arguments, and ``run_module`` (each flow's path by the kernel's own lookups,
+"""The fabric_paths_info module's glue: its arguments, and ``run_module`` (each flow's path by the kernel's own lookups,
 and the fabric's counters, from ``netlink.Fabric``)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from .spec import FABRIC_ARGS, FabricError, fabric_params, validate
 
 
 def module_args():
-    """AnsibleModule's keyword arguments for fabric_paths."""
+    """AnsibleModule's keyword arguments for fabric_paths_info."""
     return dict(
         argument_spec=dict(FABRIC_ARGS, flows=dict(type="list", elements="dict", default=[], options=dict(
             id=dict(type="str"),

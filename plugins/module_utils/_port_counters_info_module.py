@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The port_counters module's glue: its arguments, and ``run_module`` (one snapshot of the wire's counters,
+"""The port_counters_info module's glue: its arguments, and ``run_module`` (one snapshot of the wire's counters,
 ``_counters.snapshot``)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ._tc import ShapeError
 
 
 def module_args():
-    """AnsibleModule's keyword arguments for port_counters."""
+    """AnsibleModule's keyword arguments for port_counters_info."""
     return dict(
         argument_spec=dict(
             rdma_devices=dict(type="list", elements="str"),

@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: port_counters
+module: port_counters_info
 short_description: One snapshot of RDMA port counters, hw_counters, netdev and qdisc statistics
-version_added: 0.1.0
+version_added: 0.5.0
 description:
+  - Named C(aifabric.lab.port_counters) before 0.5.0; that name still works (redirected here), deprecated, until
+    1.0.0.
   - Reads the counters the wire keeps for itself, for before/after comparisons around a step
     (the M(aifabric.lab.flow) results say what the application moved; these say what the wire and the queues saw).
   - RDMA ports, from C(/sys/class/infiniband/DEV/ports/N). The IB port counters in C(counters/) include
@@ -62,14 +64,14 @@ seealso:
 
 EXAMPLES = r"""
 - name: Counters before the step
-  aifabric.lab.port_counters:
+  aifabric.lab.port_counters_info:
     rdma_devices: [mlx5_0]
     netdevs: [eth0]
     qdiscs: [eth0]
   register: before
 
 - name: Counters after the step
-  aifabric.lab.port_counters:
+  aifabric.lab.port_counters_info:
     rdma_devices: [mlx5_0]
     netdevs: [eth0]
     qdiscs: [eth0]
@@ -113,7 +115,7 @@ counters:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._port_counters_module import module_args, run_module
+from ansible_collections.aifabric.lab.plugins.module_utils._port_counters_info_module import module_args, run_module
 
 
 def main():
