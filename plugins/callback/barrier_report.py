@@ -334,7 +334,7 @@ class CallbackModule(CallbackBase):
 
     # -- reporting --------------------------------------------------------------------------------------------
     def v2_playbook_on_stats(self, stats):
-        if not self._collector.flows:
+        if not self._collector.flows and not self._collector.programs:  # (a job's steps have programs, no flows)
             return
         report = None
         if self._run is not None and self._write_error is None:
@@ -347,7 +347,7 @@ class CallbackModule(CallbackBase):
             collected = self._collector
             report = build_report(build_run(collected.records(), self._plans, collected.counters, collected.starts,
                                             path=self._run.path if self._run else None, lab=self._lab,
-                                            experiments=self._experiments))
+                                            experiments=self._experiments, programs=collected.programs))
         self._display.banner("BARRIER REPORT")
         if self._run is not None and self._write_error is None:
             try:

@@ -348,3 +348,27 @@ def test_the_history_db_option_as_ansible_resolves_it(tmp_path, monkeypatch, his
     cb.set_options()
     assert cb._history_on is True
     assert cb._history_db == expect.format(runs=runs, tmp=tmp_path)
+
+
+def test_a_jobs_step_has_programs_and_no_flows_and_gets_its_report(callback):
+    """A job's step (docs/jobs.md's worked example: 3 workers, w3 throttled to 4 Gb/s, 2 iterations of 10 ms and a
+    30 MB ring AllReduce): each host's program result kept under programs/, and the report written at the end."""
+    job_plan = plan({"name": "job", "throttles": {"w3": "4gbit"}, "job": {
+        "iterations": 2, "compute_ms": 10, "collectives": [{"op": "allreduce", "algorithm": "ring", "size": "30MB"}]}},
+        {"workers": ["w1", "w2", "w3"]}, {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(
+            ["w1", "w2", "w3"], 1)}, mtu=None)
+    data = {"aifabric_lab_plan": {"plan": job_plan.to_dict(), "throttles": [], "baseline": {}}}
+    callback.v2_runner_on_ok(Result("w1", "ansible.builtin.set_stats", {"data": data},
+                                    {"changed": False, "ansible_stats": {"data": data}}))
+    hand = job_plan.job.predict(job_plan)["results"]
+    rec = {"step": "job", "status": "ok", "error": None, "fire": {"at": 100.0}, "parties": {},
+           "hosts": {h: {"clients": [], "servers": [], "program": hand[h]} for h in hand}, "expected_flows": {}}
+    callback.v2_runner_on_ok(Result("w1", ACTION, {"state": "collected", "step": "job", "party": "w1"},
+                                    {"step": rec}))
+    path = run_dir(callback)
+    assert sorted(os.listdir(os.path.join(path, "programs", "job"))) == ["w1.json", "w2.json", "w3.json"]
+    assert not os.path.exists(os.path.join(path, "flows"))
+    callback.v2_playbook_on_stats(None)
+    (step,) = json.load(open(os.path.join(path, "report.json")))["steps"]
+    assert step["kind"] == "job" and step["status"] == "ok" and step["step_s"] == pytest.approx(0.180)
+    assert any("=== job step 'job': 3/3 workers' programs complete" in line for line in callback._display.lines)
