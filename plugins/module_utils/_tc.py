@@ -29,7 +29,8 @@ parameter it came from (rate, qdisc, fair_share_sources[i], ifb_device, ...) and
 
 Marks (what ``aifabric.lab.lab_leftovers`` recognises): an htb root of ours has r2q ``R2Q_MARK``; the ifb devices are
 named ``ifb-DEVICE`` (by default) and carry the alias ``aifabric.lab: ingress of DEVICE``; with ``state_dir`` each
-shaper has a record, ``<state_dir>/shapers/<netns>/<device>.json``, with its owner (_host_state.py).
+shaper has a record, ``<state_dir>/shapers/<netns>/<shaped device>.json`` (the device, or for its ingress the ifb),
+with its owner (_host_state.py).
 """
 
 from __future__ import annotations
@@ -712,7 +713,10 @@ def shape(ipr, params, check_mode=False, warn=None, maker="tc_shape"):
         warn("tc on %s shapes only its kernel-stack traffic: the verbs traffic of %s bypasses the kernel and "
              "is not shaped (use the VF's max_tx_rate or perftest's rate limit; aifabric.lab.throttle chooses)"
              % (device, ", ".join(rdma)))
-    record_path = _host_state.shaper_record_path(state_dir, _host_state.netns_key(), device) if state_dir else None
+    # one record per shaped device: the device's own egress, and its ingress under its ifb's name (one record for both
+    # directions made each direction's task see the other's record as a change: never idempotent)
+    record_path = (_host_state.shaper_record_path(state_dir, _host_state.netns_key(), ifb if ingress else device)
+                   if state_dir else None)
     record = _host_state.read_record(record_path) if record_path else None
     target = shaper.ifb_index(ifb) if ingress else shaper.index
     redirected = ingress and target is not None and shaper.ingress_redirect_target() == target

@@ -115,8 +115,9 @@ options:
     type: str
   state_dir:
     description:
-      - Where the shaper's record (its marker and O(owner)) is kept, as C(STATE_DIR/shapers/NETNS/DEVICE.json); the
-        default is the M(aifabric.lab.flow_step) state directory, a tmpfs that a reboot empties with the qdiscs.
+      - Where the shaper's record (its marker and O(owner)) is kept, as C(STATE_DIR/shapers/NETNS/DEVICE.json) (an
+        ingress shaper's under its ifb's name); the default is the M(aifabric.lab.flow_step) state directory, a tmpfs
+        that a reboot empties with the qdiscs.
     type: path
     default: /run/aifabric-lab
     version_added: 0.5.0

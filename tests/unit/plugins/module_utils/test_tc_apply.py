@@ -368,3 +368,18 @@ def test_a_refused_replace_over_someones_root_leaves_it_there_and_says_so():
     assert str(err.value).endswith("(ENOENT); nothing of the new shaper is left; the fq_codel 8001: root is still "
                                    "there")
     assert roots(kernel, index) == [("fq_codel", 0x80010000)]
+
+
+def test_a_devices_egress_and_ingress_shapers_each_keep_their_own_record_and_a_second_run_changes_nothing(tmp_path):
+    """The netns lab shapes every switch port both ways (two tasks); with one record per device, each direction's
+    task read the other's record as a change, every run."""
+    kernel, _index = kernel_with("p-worker1")
+    egress = params(device="p-worker1", state_dir=str(tmp_path), ack_priority=True,
+                    fair_share_sources=["198.18.0.1", "198.18.0.12"])
+    ingress = params(device="p-worker1", direction="ingress", state_dir=str(tmp_path), ack_priority=True,
+                     fair_share_destinations=["198.18.0.1", "198.18.0.12"])
+    assert shape(kernel, egress)["changed"] and shape(kernel, ingress)["changed"]
+    assert not shape(kernel, egress)["changed"] and not shape(kernel, ingress)["changed"]
+    assert not shape(kernel, egress, check_mode=True)["changed"]
+    records = sorted(os.listdir(os.path.dirname(shape(kernel, egress)["record"])))
+    assert records == ["ifb-p-worker1.json", "p-worker1.json"]
