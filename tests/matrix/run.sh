@@ -10,6 +10,11 @@
 #   run.sh --skip-current       leaves out the version .venv runs (make test covers it in tiers of its own; the host
 #                               rows then use .venv)
 #   run.sh --sanity all|ends|none    where sanity runs (ends: the oldest and the newest version, the default)
+#   run.sh --units all|lean     the unit tests each version runs: all of them (the default), or, lean (make test),
+#                               the whole suite on the oldest version and on the first row of each controller Python
+#                               (.venv's Python counts as run: the unit tier), and on the other rows the tests that
+#                               reach ansible-core (the reaches_core mark, tests/unit/conftest.py): the plan, the
+#                               model and the analysis are the same code on every ansible-core, not on every Python
 #   run.sh 2.17.14 host-3.9 ... those rows alone
 # A version whose Pythons this machine lacks is skipped, and said so, in its line and in the table; so is a host
 # Python it lacks. Prints one line per step and a table at the end; exits 1 when a row failed (not when one was
@@ -34,12 +39,15 @@ hosts=()
 skip_current=0
 row= rowdir=
 sanity_mode=ends
+units_mode=all
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-current) skip_current=1 ;;
     --row) row=${2:?--row ROW DIR} rowdir=${3:?--row ROW DIR}; shift 2 ;;
     --sanity) sanity_mode=${2:?--sanity all, ends or none}; shift ;;
     --sanity=*) sanity_mode=${1#--sanity=} ;;
+    --units) units_mode=${2:?--units all or lean}; shift ;;
+    --units=*) units_mode=${1#--units=} ;;
     host-*) hosts+=("${1#host-}") ;;
     *) grep -qx -- "$1" <<<"$listed" \
          || { echo "matrix: $1 is not in tests/matrix/ansible-core.txt ($(echo $listed)) nor host-X.Y"; exit 2; }
@@ -48,6 +56,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$sanity_mode" in all|ends|none) ;; *) echo "matrix: --sanity $sanity_mode: use all, ends or none"; exit 2 ;; esac
+case "$units_mode" in all|lean) ;; *) echo "matrix: --units $units_mode: use all or lean"; exit 2 ;; esac
 if [ -z "$row" ] && [ ${#versions[@]} -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
   mapfile -t versions <<<"$listed"
   read -r -a hosts <<<"$HOST_PYTHONS"
@@ -149,12 +158,18 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
       | sort -uV | paste -sd' '), log $venv/sanity.log)"
   fi
   start=$SECONDS
-  if PATH="$venv/bin:$PATH" "${units_ns[@]}" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not needs_root" tests/unit \
+  marks="not needs_root" scope=
+  if [ "${MATRIX_UNITS_SCOPE:-all}" = core ]; then
+    marks="reaches_core and not needs_root"
+    scope=" of those reaching ansible-core (Python $(minor_of "$python")'s whole suite runs in another row)"
+  fi
+  if PATH="$venv/bin:$PATH" "${units_ns[@]}" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" tests/unit \
       > "$venv/units.log" 2>&1; then units=passed
   else units=FAILED; tail -40 "$venv/units.log"; fi
   units_s=$((SECONDS - start))
   summary=$(tail -n1 "$venv/units.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
-  echo "ansible-core $v: units $units in $units_s s ($summary)"
+  echo "ansible-core $v: units $units in $units_s s ($summary$scope)"
+  [ -z "$scope" ] || summary="$summary, reaching ansible-core"
   [ "$sanity" != FAILED ] && [ "$units" = passed ] || failed=$((failed + 1))
   rows+=("$v|$pyv|$sanity|$units: $summary|$sanity_s|$units_s")
 }
@@ -228,11 +243,26 @@ for h in "${hosts[@]}"; do
 done
 echo "matrix: ${#order[@]} row(s), $jobs_max at a time$([ -n "$isolated" ] && echo ", each one's unit tests in a netns")"
 start_pool=$SECONDS
+# --units lean: which versions run the whole unit suite (the oldest, and the first row of each controller Python that
+# neither .venv nor an earlier row runs it on) and which the tests reaching ansible-core alone
+declare -A scope_of=()
+if [ "$units_mode" = lean ]; then
+  covered=" "
+  if [ "$skip_current" = 1 ] && [ -x "$root/.venv/bin/python" ]; then covered+="$(minor_of "$root/.venv/bin/python") "; fi
+  for v in "${versions[@]}"; do
+    read -r _ prefs _ <<<"$(grep -E "^$v[[:space:]]" <<<"$matrix")"
+    p=$(bash tests/matrix/find-python.sh ${prefs//,/ }) || continue
+    m=$(minor_of "$p")
+    if [ "$v" = "$oldest" ] || [[ "$covered" != *" $m "* ]]; then scope_of[$v]=all; covered+="$m "; else scope_of[$v]=core; fi
+  done
+  echo "matrix: --units lean: the whole unit suite on $(for v in "${versions[@]}"; do [ "${scope_of[$v]:-}" = all ] \
+    && echo -n "$v "; done)(and .venv's unit tier), the tests reaching ansible-core on the others"
+fi
 run_rows() {
   local r
   for r in "$@"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
-    HOST_CORE_VENV=$host_core_venv HOST_CORE=$host_core MATRIX_UNITS_NS=$isolated \
+    MATRIX_UNITS_SCOPE=${scope_of[$r]:-all} HOST_CORE_VENV=$host_core_venv HOST_CORE=$host_core MATRIX_UNITS_NS=$isolated \
       bash "$root/tests/matrix/run.sh" --row "$r" "$rowdir" $([ "$skip_current" = 1 ] && echo --skip-current) \
       --sanity "$sanity_mode" > "$rowdir/$r.out" 2>&1 &
   done
