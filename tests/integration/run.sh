@@ -10,11 +10,21 @@ cd "$root"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then names=($(ls "$targets_dir")); fi
 passed=0; failed=0
+# Each target's task times (ansible-core's junit callback, beside the targets' own), its slowest tasks printed after it:
+# where the tier's minutes go (tests/slowest_tasks.py). AIFABRIC_TASK_TIMES=0 leaves them out.
+junit_root=
+if [ "${AIFABRIC_TASK_TIMES:-1}" = 1 ]; then
+  junit_root=$(mktemp -d)
+  trap 'rm -rf "$junit_root"' EXIT
+  export AIFABRIC_EXTRA_CALLBACKS=ansible.builtin.junit JUNIT_HIDE_TASK_ARGUMENTS=true
+  export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report,ansible.builtin.junit
+fi
 for t in "${names[@]}"; do
   dir="$targets_dir/$t"
   grep -qx disabled "$dir/aliases" 2>/dev/null && continue
   echo "=== integration target: $t"
   start=$(date +%s)
+  [ -z "$junit_root" ] || export JUNIT_OUTPUT_DIR="$junit_root/$t"
   if [ -x "$dir/runme.sh" ]; then
     (cd "$dir" && ./runme.sh) && ok=1 || ok=0
   else
@@ -24,6 +34,7 @@ for t in "${names[@]}"; do
     rm -f "$pb"
   fi
   if [ "$ok" = 1 ]; then passed=$((passed+1)); else failed=$((failed+1)); echo "FAILED: $t"; fi
+  [ -z "$junit_root" ] || python3 "$root/tests/slowest_tasks.py" "$junit_root/$t" 8 | sed "s/^/  [$t] /" || true
   echo "=== $t: $([ "$ok" = 1 ] && echo ok || echo FAILED) in $(( $(date +%s) - start )) s"
 done
 echo "integration: $passed passed, $failed failed"

@@ -7,6 +7,11 @@ cd "$root"
 export AIFABRIC_VMLAB_CACHE=${AIFABRIC_VMLAB_CACHE:-/var/cache/aifabric-vmlab}
 export AIFABRIC_VMLAB_SSH_BASE=${AIFABRIC_VMLAB_SSH_BASE:-22300}
 inv=inventories/vmlab/hosts.yml
+# Every playbook's task times (ansible-core's junit callback) in the cache, summed up at the end: where the minutes of
+# this tier go (tests/slowest_tasks.py)
+export JUNIT_OUTPUT_DIR=$AIFABRIC_VMLAB_CACHE/junit JUNIT_HIDE_TASK_ARGUMENTS=true
+export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report,ansible.builtin.junit
+rm -rf "$JUNIT_OUTPUT_DIR"
 down() { ansible-playbook -i "$inv" playbooks/vmlab_down.yml > /dev/null 2>&1 || lab/vm/vm.sh stop || true; }
 trap down EXIT
 nothing_left() {
@@ -97,6 +102,7 @@ t3=$SECONDS
 ansible-playbook -i "$inv" playbooks/vmlab_down.yml > /dev/null
 nothing_left
 echo "vmlab: image $((t1 - t0)) s (cached when unchanged), boot to SSH $((t2 - t1)) s, proofs $((t3 - t2)) s"
+python3 tests/slowest_tasks.py "$JUNIT_OUTPUT_DIR" 20 || true
 
 # A guest that cannot boot: the play fails at once, names the guest and shows its console; the log is kept.
 set +e

@@ -10,7 +10,7 @@ P=aflt-chs-
 OCTET=8
 SINK=198.18.$OCTET.1
 W1=198.18.$OCTET.11
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report ANSIBLE_FORKS=20
+export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS} ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
 bash "$here/../../lab-inventory.sh" $P $OCTET 3 > "$inv"
 state=/run/aifabric-lab

@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report
+export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
 export AIFABRIC_RUNS_DIR="$work/runs"
 export AIFABRIC_HISTORY_DB="$work/history.sqlite"
 export ANSIBLE_FORKS=20

@@ -6,7 +6,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 P=aflt-flt-
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report ANSIBLE_FORKS=20
+export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS} ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
 bash "$here/../../lab-inventory.sh" $P 6 > "$inv"
 own_pids=()

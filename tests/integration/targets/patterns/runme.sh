@@ -5,7 +5,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report
+export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
 export AIFABRIC_RUNS_DIR="$work/runs"
 export ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
