@@ -20,13 +20,14 @@ leftovers() {
   local left files procs
   left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^aflt-' || true)
   if [ -n "$left" ]; then echo "namespaces left behind by the tests: $left"; return 1; fi
-  files=$(ls /run/aifabric-lab/server-198.18.* /run/aifabric-lab/step-* 2>/dev/null || true)
+  files=$(ls -d /run/aifabric-lab/server-198.18.* /run/aifabric-lab/step-* /run/aifabric-lab/shapers/netns-aflt-* \
+    /run/aifabric-lab/labs/aflt-* 2>/dev/null || true)
   if [ -n "$files" ]; then echo "background server or step files left behind: $files"; return 1; fi
   procs=$(pgrep -af 'AnsiballZ_flow|aflt-' || true)
   # a step part or background server detaches (double fork): it runs this checkout's Python, its parent is init
   procs+=$(ps -eo pid=,ppid=,args= | awk -v py="$root/.venv/bin/python" '$2 == 1 && index($3, py) == 1' || true)
   if [ -n "$procs" ]; then echo "processes left behind: $procs"; return 1; fi
-  echo "no aflt-* namespace, no server or step file, no flow process, no detached step or server"
+  echo "no aflt-* namespace, no server, step, shaper or lab record, no flow process, no detached step or server"
 }
 # The VM tier's guest image (debootstrap: mostly the network and dpkg, not CPU) builds in the background from the start,
 # in a process group of its own that is ended if make test stops first; the VM tier waits for it.

@@ -79,16 +79,30 @@ def read_record(path):
 
 
 def write_record(path, data):
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    return write_json(path, dict(data, marker=MARKER))
+    for attempt in range(3):
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        try:
+            return write_json(path, dict(data, marker=MARKER))
+        except FileNotFoundError:
+            # another host of this machine removed the namespace's directory (its last record) in between
+            if attempt == 2:
+                raise
+    return None
 
 
 def remove_record(path):
-    """Remove a record; False when it was not there (another host of this machine took it first)."""
+    """Remove a record; False when it was not there (another host of this machine took it first). A namespace's
+    directory of shapers goes with its last record (a lab that came and went leaves nothing under shapers/)."""
     try:
         os.unlink(path)
     except FileNotFoundError:
         return False
+    parent = os.path.dirname(path)
+    if os.path.basename(os.path.dirname(parent)) == "shapers":
+        try:
+            os.rmdir(parent)
+        except OSError:
+            pass   # another record is there (or was just written)
     return True
 
 

@@ -431,3 +431,23 @@ def test_in_a_lab_up_on_purpose_its_shapers_stay_and_an_ownerless_throttle_is_an
     assert found["eth0 htb 2gbit"].action == "removed" and Shaper(kernel, "eth0").read()["default"]
     assert Shaper(kernel, "p-sink").marked() and kernel.link_lookup("ifb-p-w1")
     assert changed
+
+
+def test_a_namespace_s_shaper_directory_goes_with_its_last_record(tmp_path):
+    state = str(tmp_path)
+    eth0 = _host_state.shaper_record_path(state, "netns-aflt-x-worker3", "eth0")
+    ifb = _host_state.shaper_record_path(state, "netns-aflt-x-worker3", "ifb-eth0")
+    for path in (eth0, ifb):
+        _host_state.write_record(path, {"device": os.path.basename(path)})
+    assert _host_state.remove_record(eth0) is True
+    assert os.listdir(os.path.dirname(ifb)) == ["ifb-eth0.json"]   # another record: the directory stays
+    assert _host_state.remove_record(ifb) is True
+    assert os.listdir(os.path.join(state, "shapers")) == []          # the last one: its directory is gone
+    assert _host_state.remove_record(ifb) is False
+    # a lab's records sit directly under labs/: that directory stays
+    lab = _host_state.lab_record_path(state, "aflt-x-switch")
+    _host_state.write_record(lab, {"switch": "aflt-x-switch"})
+    assert _host_state.remove_record(lab) is True and os.path.isdir(os.path.join(state, "labs"))
+    # a record written after its directory went is written (the directory is made again)
+    _host_state.write_record(eth0, {"device": "eth0"})
+    assert _host_state.read_record(eth0)["device"] == "eth0"
