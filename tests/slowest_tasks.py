@@ -24,7 +24,7 @@ def main():
         for case in root.iter("testcase"):
             # the callback names a case "[host] task name" and its class the task's file and line
             name = case.get("name", "")
-            host, _, task = name.partition("] ")
+            host, _sep, task = name.partition("] ")
             key = (case.get("classname", ""), task if host.startswith("[") else name)
             longest[key] = max(longest.get(key, 0.0), float(case.get("time") or 0))
         playbook = os.path.basename(path).rsplit("-", 1)[0]

@@ -21,8 +21,11 @@ HEADER = re.compile(r"^> (?:[A-Z]+:? )?\*?%s\.(\w+)\*? \(" % re.escape(NS))
 IGNORED = ("does not have a MANIFEST.json file",)   # ansible-core's own internal collection, on every page
 
 
+def base(pattern, strip):
+    return sorted(os.path.basename(p)[: -len(strip)] for p in glob.glob(pattern))
+
+
 def names():
-    base = lambda pattern, strip: sorted(os.path.basename(p)[: -len(strip)] for p in glob.glob(pattern))  # noqa: E731
     return {
         "module": [n for n in base(os.path.join(ROOT, "plugins/modules/*.py"), ".py") if n != "__init__"],
         "connection": [n for n in base(os.path.join(ROOT, "plugins/connection/*.py"), ".py") if n != "__init__"],
@@ -64,7 +67,7 @@ def pages(stdout):
 
 def main():
     failed = 0
-    alone = {(kind, n) for kind, n, _ in deprecated()}
+    alone = {(kind, n) for kind, n, _redirect in deprecated()}
     for kind, plugins in names().items():
         plugins = [n for n in plugins if (kind, n) not in alone]
         if not plugins:
@@ -98,10 +101,10 @@ def main():
         says = redirect or "DEPRECATED" in stdout
         if rc != 0 or left or not said or not says or not pages(stdout):
             failed += 1
-            print("ansible-doc -t %s %s.%s (deprecated in meta/runtime.yml): FAILED: exit %d, %s%s" % (
-                kind, NS, n, rc, "warns that it is deprecated" if said else "no deprecation warning",
-                "" if says else ", its page does not say DEPRECATED")
-                  + "".join("\n  " + w for w in left[:20]))
+            why = "%s%s" % ("warns that it is deprecated" if said else "no deprecation warning",
+                            "" if says else ", its page does not say DEPRECATED")
+            print("ansible-doc -t %s %s.%s (deprecated in meta/runtime.yml): FAILED: exit %d, %s%s"
+                  % (kind, NS, n, rc, why, "".join("\n  " + w for w in left[:20])))
         else:
             print("ansible-doc -t %s %s.%s: ok (deprecated: it warns, and its page says so)" % (kind, NS, n))
     return 1 if failed else 0
