@@ -516,18 +516,11 @@ not_signalled:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._flow.step_module import (
-    ARGUMENT_SPEC,
-    MUTUALLY_EXCLUSIVE,
-    REQUIRED_ONE_OF,
-    run_module,
-)
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.step_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                           required_one_of=REQUIRED_ONE_OF, supports_check_mode=True)
-    run_module(module)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":
