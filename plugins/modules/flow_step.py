@@ -42,6 +42,7 @@ extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.attributes.action_group_flows
   - aifabric.lab.owner
+  - aifabric.lab.state_dir
 attributes:
   check_mode:
     support: full
@@ -355,10 +356,6 @@ options:
         does) and is answered once the flows have run 0.3 s. Set by the action plugin.
     type: bool
     default: false
-  state_dir:
-    description: Where a host keeps its PID and result files.
-    type: path
-    default: /run/aifabric-lab
 seealso:
   - module: aifabric.lab.flow
   - plugin: aifabric.lab.barrier_report
