@@ -36,6 +36,7 @@ author:
 extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.attributes.action_group_flows
+  - aifabric.lab.state_dir
 attributes:
   check_mode:
     support: full
@@ -121,10 +122,6 @@ options:
         (atomically) to O(state_dir); O(state=stopped) with O(background=true) collects it.
     type: bool
     default: false
-  state_dir:
-    description: Where background servers keep their PID and result files on the host.
-    type: path
-    default: /run/aifabric-lab
   stop_wait:
     description: With O(state=stopped) and O(background=true), seconds to wait for the server's result.
     type: float

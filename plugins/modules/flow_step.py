@@ -42,6 +42,7 @@ extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.attributes.action_group_flows
   - aifabric.lab.owner
+  - aifabric.lab.state_dir
 attributes:
   check_mode:
     support: full
@@ -355,10 +356,6 @@ options:
         does) and is answered once the flows have run 0.3 s. Set by the action plugin.
     type: bool
     default: false
-  state_dir:
-    description: Where a host keeps its PID and result files.
-    type: path
-    default: /run/aifabric-lab
 seealso:
   - module: aifabric.lab.flow
   - plugin: aifabric.lab.barrier_report
@@ -516,18 +513,11 @@ not_signalled:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.aifabric.lab.plugins.module_utils._flow.step_module import (
-    ARGUMENT_SPEC,
-    MUTUALLY_EXCLUSIVE,
-    REQUIRED_ONE_OF,
-    run_module,
-)
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.step_module import module_args, run_module
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                           required_one_of=REQUIRED_ONE_OF, supports_check_mode=True)
-    run_module(module)
+    run_module(AnsibleModule(**module_args()))
 
 
 if __name__ == "__main__":

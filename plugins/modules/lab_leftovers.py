@@ -45,6 +45,7 @@ requirements:
 extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.owner
+  - aifabric.lab.state_dir
 attributes:
   check_mode:
     support: full
@@ -61,10 +62,6 @@ options:
       - Remove what belongs to no live owner. Without it the module only lists (and reports no change).
     type: bool
     default: false
-  state_dir:
-    description: The state directory of the flow modules, where the PID files, results and records are.
-    type: path
-    default: /run/aifabric-lab
   unowned:
     description:
       - What to do with a running daemon, a shaper or an ifb device that records no owner. V(keep) lists it;

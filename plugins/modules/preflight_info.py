@@ -30,6 +30,7 @@ requirements:
 extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.attributes.info_module
+  - aifabric.lab.state_dir
 options:
   interface:
     description: The host's data interface (the inventory's C(lab_interface)).
@@ -58,10 +59,6 @@ options:
       - List what earlier runs left (as M(aifabric.lab.lab_leftovers) lists it, never removing anything).
     type: bool
     default: true
-  state_dir:
-    description: The flow modules' state directory, where the leftovers' marks are.
-    type: path
-    default: /run/aifabric-lab
 seealso:
   - module: aifabric.lab.lab_leftovers
   - module: aifabric.lab.rdma_info

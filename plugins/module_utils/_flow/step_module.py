@@ -14,92 +14,97 @@ from .._owner import validate as validate_owner
 from . import step as _step
 from .engine import FlowError, FlowSpec, PerftestOptions, check_start_window, parse_instant
 from .engine import check_address as _check_address
-from .perftest_cli import TOOLS
+from .perftest_args import perftest_argument_spec
 from .program_spec import parse_program
 from .state import DEFAULT_STATE_DIR, UnsafeName, check_name
 
-_PERFTEST = PerftestOptions()
-_SERVER = dict(
-    address=dict(type="str", required=True),
-    port=dict(type="int", required=True),
-    expected_clients=dict(type="int", default=1),
-    max_bytes=dict(type="raw"),
-    volume=dict(type="raw"),
-    duration=dict(type="float"),
-)
-_CLIENT = dict(
-    flow_id=dict(type="str", required=True),
-    address=dict(type="str", required=True),
-    port=dict(type="int", required=True),
-    volume=dict(type="raw"),
-    duration=dict(type="float"),
-    streams=dict(type="int", default=1),
-    source=dict(type="str"),
-    source_ports=dict(type="list", elements="int"),
-    rate_limit=dict(type="str"),
-    annotations=dict(type="dict", default={}),
-)
-_COUNTERS = dict(
-    interface=dict(type="str"),
-    netdevs=dict(type="list", elements="str", default=[]),
-    qdiscs=dict(type="list", elements="str", default=[]),
-    rdma_devices=dict(type="list", elements="str", default=[]),
-)
-_PART = ("party", "servers", "clients", "counters", "program")  # what differs from one host's part to the next
-ARGUMENT_SPEC = dict(
-    state=dict(type="str", default="started", choices=["started", "collected", "stopped", "progress"]),
-    party=dict(type="str"),
-    token=dict(type="str", required=True, no_log=True),
-    step=dict(type="str"),
-    engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
-    perftest=dict(type="dict", default={}, options=dict(
-        tool=dict(type="str", default=_PERFTEST.tool, choices=list(TOOLS)),
-        device=dict(type="str"),
-        ib_port=dict(type="int", default=_PERFTEST.ib_port),
-        gid_index=dict(type="int"),
-        msg_size=dict(type="int", default=_PERFTEST.msg_size),
-        qps=dict(type="int", default=_PERFTEST.qps),
-        rdma_cm=dict(type="bool", default=_PERFTEST.rdma_cm),
-        qp_timeout=dict(type="int"),
-    )),
-    servers=dict(type="list", elements="dict", default=[], options=_SERVER),
-    clients=dict(type="list", elements="dict", default=[], options=_CLIENT),
-    rendezvous=dict(type="dict", required=True, options=dict(
-        host=dict(type="str", required=True),
+
+def _server_options():
+    return dict(
         address=dict(type="str", required=True),
-        port=dict(type="int", default=18599),
-        parties=dict(type="list", elements="str"),
-        expected_flows=dict(type="dict", default={}),
-        wait_for_collect=dict(type="bool", default=True),
-        start_at=dict(type="raw"),
-    )),
-    counters=dict(type="dict", options=_COUNTERS),
-    program=dict(type="dict"),
-    parts=dict(type="list", elements="dict", options=dict(
-        party=dict(type="str", required=True),
-        netns=dict(type="str", required=True),
-        servers=dict(type="list", elements="dict", default=[], options=_SERVER),
-        clients=dict(type="list", elements="dict", default=[], options=_CLIENT),
-        counters=dict(type="dict", options=_COUNTERS),
+        port=dict(type="int", required=True),
+        expected_clients=dict(type="int", default=1),
+        max_bytes=dict(type="raw"),
+        volume=dict(type="raw"),
+        duration=dict(type="float"),
+    )
+
+
+def _client_options():
+    return dict(
+        flow_id=dict(type="str", required=True),
+        address=dict(type="str", required=True),
+        port=dict(type="int", required=True),
+        volume=dict(type="raw"),
+        duration=dict(type="float"),
+        streams=dict(type="int", default=1),
+        source=dict(type="str"),
+        source_ports=dict(type="list", elements="int"),
+        rate_limit=dict(type="str"),
+        annotations=dict(type="dict", default={}),
+    )
+
+
+def _counters_options():
+    return dict(
+        interface=dict(type="str"),
+        netdevs=dict(type="list", elements="str", default=[]),
+        qdiscs=dict(type="list", elements="str", default=[]),
+        rdma_devices=dict(type="list", elements="str", default=[]),
+    )
+
+
+_PART = ("party", "servers", "clients", "counters", "program")  # what differs from one host's part to the next
+
+
+def module_args():
+    """``AnsibleModule``'s arguments for ``aifabric.lab.flow_step``, a fresh copy per call: a host's part of a step
+    (``party`` and its servers, clients, counters, program) or every part of the hosts a controller reaches through
+    namespaces (``parts``), never both. The perftest options are the one spec of ``perftest_args``, as ``flow``'s."""
+    argument_spec = dict(
+        state=dict(type="str", default="started", choices=["started", "collected", "stopped", "progress"]),
+        party=dict(type="str"),
+        token=dict(type="str", required=True, no_log=True),
+        step=dict(type="str"),
+        engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
+        perftest=dict(type="dict", default={}, options=perftest_argument_spec()),
+        servers=dict(type="list", elements="dict", default=[], options=_server_options()),
+        clients=dict(type="list", elements="dict", default=[], options=_client_options()),
+        rendezvous=dict(type="dict", required=True, options=dict(
+            host=dict(type="str", required=True),
+            address=dict(type="str", required=True),
+            port=dict(type="int", default=18599),
+            parties=dict(type="list", elements="str"),
+            expected_flows=dict(type="dict", default={}),
+            wait_for_collect=dict(type="bool", default=True),
+            start_at=dict(type="raw"),
+        )),
+        counters=dict(type="dict", options=_counters_options()),
         program=dict(type="dict"),
-    )),
-    arm_timeout=dict(type="float", default=60.0),
-    timeout=dict(type="float", default=300.0),
-    interval=dict(type="float", default=1.0),
-    strict_start=dict(type="bool", default=False),
-    start_tolerance=dict(type="float", default=0.001),
-    missing=dict(type="list", elements="str", default=[]),
-    wait=dict(type="float"),
-    progress=dict(type="bool", default=False),
-    watch=dict(type="bool", default=False),
-    state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
-    owner=dict(type="dict", options=OWNER_OPTIONS),
-)
-
-
-MUTUALLY_EXCLUSIVE = [("party", "parts"), ("servers", "parts"), ("clients", "parts"), ("counters", "parts"),
-                      ("program", "parts")]
-REQUIRED_ONE_OF = [("party", "parts")]
+        parts=dict(type="list", elements="dict", options=dict(
+            party=dict(type="str", required=True),
+            netns=dict(type="str", required=True),
+            servers=dict(type="list", elements="dict", default=[], options=_server_options()),
+            clients=dict(type="list", elements="dict", default=[], options=_client_options()),
+            counters=dict(type="dict", options=_counters_options()),
+            program=dict(type="dict"),
+        )),
+        arm_timeout=dict(type="float", default=60.0),
+        timeout=dict(type="float", default=300.0),
+        interval=dict(type="float", default=1.0),
+        strict_start=dict(type="bool", default=False),
+        start_tolerance=dict(type="float", default=0.001),
+        missing=dict(type="list", elements="str", default=[]),
+        wait=dict(type="float"),
+        progress=dict(type="bool", default=False),
+        watch=dict(type="bool", default=False),
+        state_dir=dict(type="path", default=DEFAULT_STATE_DIR),
+        owner=dict(type="dict", options=OWNER_OPTIONS),
+    )
+    return dict(argument_spec=argument_spec,
+                mutually_exclusive=[("party", "parts"), ("servers", "parts"), ("clients", "parts"),
+                                    ("counters", "parts"), ("program", "parts")],
+                required_one_of=[("party", "parts")], supports_check_mode=True)
 
 
 def _size(value, name):

@@ -53,28 +53,25 @@ def _predict(step, without_throttles=False, model=False):
     parts = {}  # a flow's keys in the model: itself, or one per subflow (a stream on the fabric lab)
     for flow in step.flows:
         planned = step.planned(flow)
-        if not (planned.path or planned.subflows) or not flow.volume_bytes:
+        if not (planned.path or planned.path_error or planned.subflows) or not flow.volume_bytes:
             return None
-        pieces = [(flow.key, planned.path, 1.0)] if not planned.subflows else [
-            (flow.key + (i,), sub.get("path") or [], float(sub.get("share") or 1.0))
-            for i, sub in enumerate(planned.subflows)]
-        parts[flow.key] = [key for key, _path, _share in pieces]
-        for key, path, share in pieces:
+        pieces = [(flow.key, planned.path, planned.path_error, 1.0)] if not planned.subflows else [
+            (flow.key + (i,), sub.path, sub.path_error, sub.share) for i, sub in enumerate(planned.subflows)]
+        parts[flow.key] = [piece[0] for piece in pieces]
+        for key, path, path_error, share in pieces:
             ids = []
             for hop in path:
-                if without_throttles and (hop.get("throttle") or hop.get("link") == throttle_link(flow.host)):
+                if without_throttles and (hop.throttle or hop.link == throttle_link(flow.host)):
                     continue  # (runs before the flag: the throttle's link is "<host> egress")
-                link = hop.get("link")
-                if not link or hop.get("rate") is None:
-                    raise BarrierInputError("host %s: every path hop needs 'link' and 'rate' (got %r)"
-                                            % (flow.host, hop))
-                cap = _rate(hop["rate"], "host %s path link %s rate" % (flow.host, link))
-                if link in links and links[link] != cap:
+                cap = _rate(hop.rate, "host %s path link %s rate" % (flow.host, hop.link))
+                if hop.link in links and links[hop.link] != cap:
                     raise BarrierInputError(
                         "link %s has two rates: %s and %s; every flow must describe a link the same way"
-                        % (link, format_rate(links[link]), format_rate(cap)))
-                links[link] = cap
-                ids.append(link)
+                        % (hop.link, format_rate(links[hop.link]), format_rate(cap)))
+                links[hop.link] = cap
+                ids.append(hop.link)
+            if path_error:  # the path's dict form stopped at a hop without link or rate (read_path)
+                raise BarrierInputError(path_error)
             flows[key] = ids
             volumes[key] = flow.volume_bytes * share
             factors[key] = _factor(planned)

@@ -43,12 +43,12 @@ def _subflows(step, model):
         ports = (flow.extra or {}).get("source_ports") or []
         streams = len(planned.subflows)
         for i, sub in enumerate(planned.subflows):
-            share = float(sub.get("share") or 1.0)
+            share = sub.share
             key = flow.key + (i,)
             out.append({
                 "flow": _label(flow, i, streams), "host": flow.host, "flow_id": flow.flow_id, "stream": i,
-                "sport": sub.get("sport"), "sport_used": ports[i] if i < len(ports) else None,
-                "links": [hop["link"] for hop in sub.get("path") or [] if not hop.get("throttle")],
+                "sport": sub.sport, "sport_used": ports[i] if i < len(ports) else None,
+                "links": [hop.link for hop in sub.path if not hop.throttle],
                 "share": share, "bytes": int(round((flow.bytes or 0) * share)) if flow.bytes else 0,
                 "volume": int(round((flow.volume_bytes or 0) * share)),
                 "predicted_s": round(completions[key], 6) if key in completions else None,
@@ -79,11 +79,11 @@ def _ideal(step, info, model):
         candidates = (info.get("paths") or {}).get("%s|%s" % flow.key)
         if not candidates or not flow.volume_bytes:
             return None, "flow %s has no equal-cost paths in the plan" % flow.flow_id
-        extra = [hop for hop in planned.path if hop.get("link") and hop.get("rate")]
+        extra = [hop for hop in planned.path if hop.rate]
         for hop in extra:
-            caps[hop["link"]] = parse_rate(hop["rate"], hop["link"])
+            caps[hop.link] = parse_rate(hop.rate, hop.link)
         key = "%s|%s" % flow.key
-        paths[key] = [list(p) + [hop["link"] for hop in extra] for p in candidates]
+        paths[key] = [list(p) + [hop.link for hop in extra] for p in candidates]
         volumes[key] = flow.volume_bytes
         factors[key] = ((model or {}).get("factors") or {}).get(flow.key + (0,), 1.0)
     missing = sorted({lk for ps in paths.values() for p in ps for lk in p} - set(caps))
@@ -93,7 +93,7 @@ def _ideal(step, info, model):
     used = {lk for ps in paths.values() for p in ps for lk in p}
     rates = {name: rate for name, rate in ((n, (info["links"].get(n) or {}).get("rate")) for n in used) if rate}
     for flow in step.flows:
-        rates.update({hop["link"]: hop["rate"] for hop in step.planned(flow).path if hop.get("rate")})
+        rates.update({hop.link: hop.rate for hop in step.planned(flow).path if hop.rate})
     leaves = {}
     for candidates in paths.values():
         leaf = Link.parse(candidates[0][0]).dst
@@ -105,7 +105,7 @@ def _ideal(step, info, model):
                "flows_per_leaf": leaves, "spines": max(len(c) for c in paths.values()),
                "uniform": (len(link_rates) == 1 and len(set(volumes.values())) == 1
                            and all(len(c) > 1 for c in paths.values())
-                           and not any(hop.get("throttle") for f in step.flows for hop in step.planned(f).path))}
+                           and not any(hop.throttle for f in step.flows for hop in step.planned(f).path))}
     return (ideal, what_if), None
 
 

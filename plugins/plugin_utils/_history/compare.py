@@ -15,10 +15,10 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._history.store import
     notify_stderr,
     open_history,
     ordered_ids,
+    read_history,
+    run_in_memory,
     run_rows,
     sync_runs,
-    transaction,
-    write_run,
 )
 
 __all__ = ["get_run", "baseline_run", "diff_runs", "compare"]
@@ -85,17 +85,22 @@ def _fetch(conn, run_id):
 
 def _fetch_ref(conn, ref, name, db_path):
     run_id = _resolve(conn, ref, name, db_path)
-    if run_id is None:  # a run directory not indexed yet: index it now
-        rows = run_rows(str(ref))
-        with transaction(conn):
-            run_id = write_run(conn, rows)
-    return _fetch(conn, run_id)
+    if run_id is not None:
+        return _fetch(conn, run_id)
+    # a run directory the history does not hold yet: read as the history would hold it, in memory (the history is
+    # left as it is: the aifabric.lab.history action records it)
+    scratch, run_id = run_in_memory(conn, run_rows(str(ref)))
+    try:
+        return _fetch(scratch, run_id)
+    finally:
+        scratch.close()
 
 
 def get_run(db_path, ref, runs_dir=None, notify=None):
     """One run as the history holds it: its row, ``config`` ([key, value] in order) and ``steps`` (each with its
-    ``workers`` and ``flows``). ``ref``: a run id, a run directory (path or name), ``latest`` or ``latest~N``."""
-    with open_history(db_path, runs_dir, notify) as conn:
+    ``workers`` and ``flows``). ``ref``: a run id, a run directory (path or name), ``latest`` or ``latest~N``. Reads
+    only (``read_history``): a run directory the history does not hold is read as it would hold it."""
+    with read_history(db_path, runs_dir, notify) as conn:
         return _fetch_ref(conn, ref, "ref", db_path)
 
 
@@ -197,8 +202,9 @@ def diff_runs(run_a, run_b):
 
 def compare(db_path, a="latest~1", b="latest", runs_dir=None, notify=None):
     """``diff_runs`` of the runs ``a`` and ``b`` name (run ids, run directories, ``latest``, ``latest~N``; a run
-    directory the history does not hold yet is indexed first)."""
-    with open_history(db_path, runs_dir, notify) as conn:
+    directory the history does not hold yet is read as it would hold it). Reads only: nothing is written to the
+    history (``read_history``), so a filter can call it."""
+    with read_history(db_path, runs_dir, notify) as conn:
         run_a = _fetch_ref(conn, a, "a", db_path)
         run_b = _fetch_ref(conn, b, "b", db_path)
     return diff_runs(run_a, run_b)

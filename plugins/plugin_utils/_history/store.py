@@ -14,6 +14,10 @@ Every run is written in one transaction (a crash leaves the run's old rows or it
 journal is SQLite's write-ahead log, and recording a run directory again replaces its rows (idempotent). The
 configuration lines are ``config``'s; finding a run and comparing two, ``compare``'s; their text, ``text``'s. Errors a
 person can act on are ``HistoryError`` (a ``ValueError``).
+
+Writers open the file with ``open_history`` (which builds or rebuilds it); a reader that must not write (a filter:
+``compare``) opens it with ``read_history``, SQLite's read-only mode, and reads a missing or unreadable file's runs
+from their directories into memory instead.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import contextmanager
+from urllib.parse import quote
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import idle_share, mean, median
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history.config import config_lines
@@ -37,8 +42,8 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import (
     stamp_of,
 )
 
-__all__ = ["DB_ENV", "DB_NAME", "SCHEMA_VERSION", "HistoryError", "default_db_path", "list_runs", "rebuild",
-           "record_run"]
+__all__ = ["DB_ENV", "DB_NAME", "SCHEMA_VERSION", "HistoryError", "default_db_path", "list_runs", "read_history",
+           "rebuild", "record_run"]
 
 
 SCHEMA_VERSION = 1
@@ -237,12 +242,13 @@ def _run_id(conn, path):
     return "%s@%s" % (base, hashlib.sha1(path.encode("utf-8")).hexdigest()[:6])
 
 
-def write_run(conn, rows):
-    """One run's rows, replacing what the history held of its directory; the caller holds the transaction."""
+def write_run(conn, rows, run_id=None):
+    """One run's rows, replacing what the history held of its directory; the caller holds the transaction.
+    ``run_id``: the id to write it under (default: its directory's name, as ``_run_id`` makes it in ``conn``)."""
     path = rows["runs"][0]["path"]
     for old in conn.execute("SELECT id FROM runs WHERE path = ?", (path,)).fetchall():
         _delete_run(conn, old["id"])
-    run_id = _run_id(conn, path)
+    run_id = run_id or _run_id(conn, path)
     _delete_run(conn, run_id)
     for table in _TABLES:
         _insert(conn, table, [dict(r, **{_KEYS[table]: run_id}) for r in rows[table]])
@@ -400,6 +406,72 @@ def _open(db_path, runs_dir=None, notify=None):
     notify("history database %s %s: moved it aside to %s and rebuilt it from %s"
            % (db_path, problem, aside, _built_from(summary, runs_dir)))
     return conn, "rebuilt", summary
+
+
+def memory_history():
+    """An empty history in memory (the schema, no file): where a reader puts what it read without writing it."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    _create(conn)
+    return conn
+
+
+def run_in_memory(conn, rows):
+    """``(connection, run id)``: one run directory's rows (``run_rows``') in a history of their own in memory, under
+    the id the history of ``conn`` would give them (read there, never written); the caller closes the connection."""
+    run_id = _run_id(conn, rows["runs"][0]["path"])
+    scratch = memory_history()
+    with transaction(scratch):
+        write_run(scratch, rows, run_id=run_id)
+    return scratch, run_id
+
+
+def _open_read_only(db_path, runs_dir, notify):
+    """A connection that only reads the history at ``db_path`` (SQLite's read-only mode: a write raises); when the
+    file is missing, empty or not a history this collection reads, a history in memory built from the run
+    directories under ``runs_dir``, the file left as it is (the ``aifabric.lab.history`` action writes it)."""
+    db_path = os.path.abspath(str(db_path))
+    runs_dir = os.path.abspath(str(runs_dir)) if runs_dir else os.path.dirname(db_path)
+    if os.path.isdir(db_path):
+        raise HistoryError("history database %s is a directory; give a file path (%s)" % (db_path, DB_ENV))
+    why = "does not exist"
+    if os.path.exists(db_path):
+        conn = None
+        try:
+            conn = sqlite3.connect("file:%s?mode=ro" % quote(db_path), uri=True, timeout=30, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            problem = _problem(conn)
+            if problem is None and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+                return conn
+            why = problem or "is empty"
+        except sqlite3.OperationalError as exc:  # locked, unreadable: not corruption
+            if conn is not None:
+                conn.close()
+            raise HistoryError("cannot read history database %s: %s; check its permissions, or point %s at a "
+                               "readable file" % (db_path, exc, DB_ENV)) from None
+        except sqlite3.DatabaseError as exc:  # garbage bytes, a malformed image
+            why = "is corrupt (%s)" % exc
+        except HistoryError:  # a newer schema: not ours to read
+            conn.close()
+            raise
+        conn.close()
+    conn = memory_history()
+    summary = _fill(conn, runs_dir, notify)
+    notify("history database %s %s: read %s without writing it (aifabric.lab.history with sync: true writes it)"
+           % (db_path, why, _built_from(summary, runs_dir)))
+    return conn
+
+
+@contextmanager
+def read_history(db_path, runs_dir=None, notify=None):
+    """The history at ``db_path``, read only: nothing is written to the file, whatever its state (missing, empty or
+    unreadable: the run directories under ``runs_dir`` are read into a history in memory instead; see
+    ``_open_read_only``). The filters read through this; ``open_history`` is the writers'."""
+    conn = _open_read_only(db_path, runs_dir, notify or notify_stderr)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 @contextmanager

@@ -3,16 +3,21 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The modules' arguments, made from the plan (a ``model.Plan``): one host's ``flow_step`` arguments for a step
 (``host_args``), those every host of a step shares (``common_args``), the one task that starts every host's part in
-its namespace (``batch_args``), a host's ``throttle`` arguments (``throttle_args``) and the route lookups
-``fabric_paths_info`` makes before the steps (``lookup_flows``). The role passes them on as they are: plain dicts."""
+its namespace (``batch_args``), a host's ``throttle`` arguments (``throttle_args``), the route lookups
+``fabric_paths_info`` makes before the steps (``lookup_flows``), and the preflight of the experiment's hosts: each
+host's ``preflight_info`` arguments (``preflight_args``) and what the controller checks their results against
+(``preflight_checks``: the plan's paths, ``host_pairs``). The role passes them on as they are: plain dicts."""
 
 from __future__ import annotations
 
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.perftest_cli import PerftestOptions
+from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import lookup_id
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import PERFTEST_ARGS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import PlanError
 
-__all__ = ["host_args", "common_args", "batch_args", "throttle_args", "lookup_flows"]
+__all__ = ["host_args", "common_args", "batch_args", "throttle_args", "lookup_flows", "host_pairs", "preflight_args",
+           "preflight_checks"]
 
 
 def host_args(the_plan, host, step, token, throttle=None):
@@ -138,3 +143,38 @@ def lookup_flows(the_plan):
                                     "src": the_plan.host(host).address, "dst": flow.address,
                                     "sport": port, "dport": flow.port, "proto": "tcp"})
     return out
+
+
+def host_pairs(the_plan):
+    """The (source, destination) host pairs of the plan's flows, sorted: the paths its traffic takes."""
+    return sorted({(flow.src, flow.dst) for this_round in the_plan.rounds for flow in this_round.flows()
+                   if flow.dst != flow.src})
+
+
+def preflight_args(the_plan, host):
+    """The ``aifabric.lab.preflight_info`` arguments of ``host``: its interface and address, the addresses of the
+    hosts it shares a path with (as sender, then as receiver), and with the perftest engine its RDMA device and the
+    plan's perftest tool (the tcp engine reads neither: no RDMA port or perftest is needed)."""
+    entry = the_plan.host(host)
+    pairs = host_pairs(the_plan)
+    peers = []
+    for peer in [b for a, b in pairs if a == host] + [a for a, b in pairs if b == host]:
+        if peer not in peers:
+            peers.append(peer)
+    perftest = the_plan.engine == "perftest"
+    return {"interface": entry.interface, "address": entry.address,
+            "rdma_device": entry.rdma_device if perftest else None,
+            "peers": [the_plan.host(peer).address for peer in peers],
+            "perftest_tools": [the_plan.perftest.get("tool") or PerftestOptions().tool] if perftest else []}
+
+
+def preflight_checks(the_plan):
+    """What the controller checks the hosts' ``preflight_info`` results against (the ``preflight_report`` filter's
+    arguments): the plan's ``paths`` ([source, destination] pairs), ``expect`` (every data interface at the plan's
+    MTU, links at least its line rate; with the perftest engine an active RDMA port with a RoCE v2 GID and the same
+    perftest on every host) and each participant's lab ``addresses``."""
+    perftest = the_plan.engine == "perftest"
+    return {"paths": [list(pair) for pair in host_pairs(the_plan)],
+            "expect": {"mtu": the_plan.mtu, "min_gbps": parse_rate(the_plan.line_rate, "line_rate") / 1e9,
+                       "rdma": perftest, "perftest": perftest},
+            "addresses": {host: the_plan.host(host).address for host in the_plan.participants}}

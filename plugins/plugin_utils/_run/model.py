@@ -8,6 +8,11 @@ says of it: its kind, bottleneck, expected workers, each flow's path and throttl
 ``flow`` tasks described with ``annotations``) carry them in each flow's ``annotations``, and
 ``StepPlan.from_annotations`` reads them from there, the one place that does. The run directory itself (its layout,
 its writer and its reader) is ``store``'s.
+
+A flow's path is a list of the plan's ``Hop`` s (``_plan.model.Hop``: a link, its rate, whether it is the sender's
+throttle), and on the fabric lab each stream is a ``Subflow`` with its own. A path from ``annotations`` or a schema-1
+plan.json is read into hops by ``read_path``, the one reader of a path's dict form: a hop without a link or a rate
+ends the path there, and ``PlannedFlow.path_error`` says which (the prediction's error, as it always said it).
 """
 
 from __future__ import annotations
@@ -15,29 +20,72 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import equal_cost_paths, fabric_links
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Hop
 
-__all__ = ["Flow", "PlannedFlow", "Run", "Step", "StepPlan", "build_run", "step_plans"]
+__all__ = ["Flow", "Hop", "PlannedFlow", "Run", "Step", "StepPlan", "Subflow", "build_run", "read_path",
+           "step_plans"]
+
+
+def read_path(path, host):
+    """``(hops, error)`` of a path's dict form (``[{"link", "rate", "throttle"}, ...]``, as annotations and schema-1
+    plan.json hold it; a ``Hop`` is taken as it is): the hops up to the first that has no link or no rate, and the
+    error naming that one (None when every hop has both). ``host``: the flow's sender, for the message."""
+    hops = []
+    for hop in path or []:
+        if isinstance(hop, Hop):
+            hops.append(hop)
+            continue
+        if not isinstance(hop, dict) or not hop.get("link") or hop.get("rate") is None:
+            return hops, "host %s: every path hop needs 'link' and 'rate' (got %r)" % (host, hop)
+        hops.append(Hop(link=hop["link"], rate=hop["rate"], throttle=bool(hop.get("throttle"))))
+    return hops, None
+
+
+@dataclass(frozen=True)
+class Subflow:
+    """One stream of a flow on the fabric lab: its source port, its share of the flow's volume and the links the
+    kernel's lookups gave for its five-tuple (then the flow's own path: its throttle, ...)."""
+
+    sport: int | None
+    share: float
+    path: tuple = ()  # (Hop, ...)
+    path_error: str | None = None  # as PlannedFlow's
+
+    def to_dict(self):
+        return {"sport": self.sport, "share": self.share, "path": [h.to_dict() for h in self.path]}
+
+    @classmethod
+    def from_dict(cls, data, host):
+        hops, error = read_path(data.get("path"), host)
+        return cls(sport=data.get("sport"), share=float(data.get("share") or 1.0), path=tuple(hops), path_error=error)
 
 
 @dataclass
 class PlannedFlow:
-    """What the plan says of one flow: the links it crosses (each with its rate) and what slows it."""
+    """What the plan says of one flow: the links it crosses (each a ``Hop``) and what slows it."""
 
-    path: list = field(default_factory=list)  # [{"link": name, "rate": "8gbit"}, ...]
+    path: list = field(default_factory=list)  # [Hop]
     mtu: int | None = None
     throttle: str | None = None  # the rate its host is throttled to
     throttle_mechanism: str | None = None  # "worker3: tc htb on eth0's egress": what the throttle module applied
     goodput_factor: float | None = None  # payload share of the wire, when the plan knows it (perftest over RoCE)
-    # the fabric lab: one per stream, {"sport", "share" (of the volume), "path": [{link, rate}, ...]}, the links
-    # the kernel's lookups gave for its five-tuple
-    subflows: list = field(default_factory=list)
+    subflows: list = field(default_factory=list)  # the fabric lab: [Subflow], one per stream
+    path_error: str | None = None  # a path read from its dict form that stopped at a hop without link or rate
 
     def as_dict(self):
-        out = {"path": self.path, "mtu": self.mtu, "throttle": self.throttle,
+        out = {"path": [h.to_dict() for h in self.path], "mtu": self.mtu, "throttle": self.throttle,
                "throttle_mechanism": self.throttle_mechanism, "goodput_factor": self.goodput_factor}
         if self.subflows:
-            out["subflows"] = self.subflows
+            out["subflows"] = [s.to_dict() for s in self.subflows]
         return out
+
+    @classmethod
+    def from_dict(cls, data, host):
+        """A flow's plan from its dict form (a schema-1 step's flow, a flow's ``annotations``)."""
+        path, error = read_path(data.get("path"), host)
+        return cls(path=path, mtu=data.get("mtu"), throttle=data.get("throttle"),
+                   throttle_mechanism=data.get("throttle_mechanism"), goodput_factor=data.get("goodput_factor"),
+                   subflows=[Subflow.from_dict(s, host) for s in data.get("subflows") or []], path_error=error)
 
 
 @dataclass
@@ -67,11 +115,8 @@ class StepPlan:
 
     @classmethod
     def from_dict(cls, data):
-        flows = {(f["host"], f.get("flow_id") or f["host"]): PlannedFlow(
-            path=f.get("path") or [], mtu=f.get("mtu"), throttle=f.get("throttle"),
-            throttle_mechanism=f.get("throttle_mechanism"), goodput_factor=f.get("goodput_factor"),
-            subflows=list(f.get("subflows") or []))
-            for f in data.get("flows") or []}
+        flows = {(f["host"], f.get("flow_id") or f["host"]): PlannedFlow.from_dict(f, f["host"])
+                 for f in data.get("flows") or []}
         return cls(kind=data.get("kind") or "barrier", pattern=data.get("pattern"), engine=data.get("engine"),
                    bottleneck=data.get("bottleneck"), expected_workers=list(data.get("expected_workers") or []),
                    late_bound=data.get("late_bound"), flows=flows, fabric=data.get("fabric"))
@@ -90,9 +135,9 @@ class StepPlan:
             plan.expected_workers.extend(w for w in ann.get("expected_workers") or []
                                          if w not in plan.expected_workers)
             if ann and rec.get("host"):
-                plan.flows[(rec["host"], rec.get("flow_id") or rec["host"])] = PlannedFlow(
-                    path=ann.get("path") or [], mtu=ann.get("mtu"), throttle=ann.get("throttle"),
-                    throttle_mechanism=ann.get("throttle_mechanism"), goodput_factor=ann.get("goodput_factor"))
+                # (a flow's annotations carry no subflows: those are the fabric lab's, made from its plan)
+                plan.flows[(rec["host"], rec.get("flow_id") or rec["host"])] = PlannedFlow.from_dict(
+                    dict(ann, subflows=None), rec["host"])
         plan.kind = facts.get("kind") or "barrier"
         plan.pattern, plan.engine = facts.get("pattern"), facts.get("engine")
         plan.bottleneck, plan.late_bound = facts.get("bottleneck"), facts.get("late_bound")
@@ -176,7 +221,7 @@ def step_plans(plan):
         for flow in this_round.flows():
             throttle = plan.hosts[flow.src].throttle
             flows[(flow.src, flow.flow_id)] = PlannedFlow(
-                path=[hop.to_dict() for hop in flow.path], mtu=plan.mtu, throttle=throttle.rate if throttle else None,
+                path=list(flow.path), mtu=plan.mtu, throttle=throttle.rate if throttle else None,
                 throttle_mechanism="%s: %s" % (flow.src, throttle.applied) if throttle and throttle.applied else None,
                 goodput_factor=plan.goodput_factor)
         # one link that every flow of the step shares: the sink's port of an incast (other patterns have none)
@@ -201,8 +246,8 @@ def _on_fabric(step_plan, plan, step):
         streams = fabric.streams(step, host, flow_id)
         subflows = []
         for stream in streams:
-            path = [{"link": name, "rate": links[name]["rate"]} for name in stream.links] + list(planned.path)
-            subflows.append({"sport": stream.sport, "share": 1.0 / len(streams), "path": path})
+            path = tuple(Hop(link=name, rate=links[name]["rate"]) for name in stream.links) + tuple(planned.path)
+            subflows.append(Subflow(sport=stream.sport, share=1.0 / len(streams), path=path))
         flows[(host, flow_id)] = PlannedFlow(**dict(planned.__dict__, subflows=subflows))
     info = {"hash": fabric.hash, "seed": fabric.seed, "placement": fabric.placement, "port_seed": fabric.port_seed,
             "links": links,

@@ -216,8 +216,7 @@ def _load_flows(path):
         for name in os.listdir(os.path.join(flows, step)):
             if name.endswith(".json"):
                 full = os.path.join(flows, step, name)
-                with open(full) as handle:
-                    record = json.load(handle)
+                record = _read_json(full)
                 entries.append((record.get("received_at", os.path.getmtime(full)), record.get("step", step), record))
     steps = {}
     for _received, step, record in sorted(entries, key=lambda e: e[0]):
@@ -225,44 +224,35 @@ def _load_flows(path):
     return steps
 
 
-def _load_counters(path):
-    out = {}
-    base = os.path.join(path, COUNTERS)
-    for step in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        for name in sorted(os.listdir(os.path.join(base, step))):
-            if name.endswith(".json"):
-                with open(os.path.join(base, step, name)) as handle:
-                    entry = json.load(handle)
-                out.setdefault(entry.get("step", step), {})[entry.get("host", name[:-5])] = entry
-    return out
-
-
-def _load_starts(path, kind=STARTS):
+def _load_entries(path, kind, by_host=False, keep_names=False):
+    """The JSON entries under ``kind/`` of a run directory, read in one place: ``kind/<step>.json`` as ``{step:
+    entry}`` (starts, events), or with ``by_host`` ``kind/<step>/<host>.json`` as ``{step: {host: entry}}`` (counters,
+    programs). An entry's own ``step`` (and ``host``) names it, else its file's path does; ``keep_names`` leaves them
+    in the entry (the counters' snapshots keep theirs), else they are taken out."""
+    take = dict.get if keep_names else dict.pop
     out = {}
     base = os.path.join(path, kind)
-    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        if name.endswith(".json"):
-            with open(os.path.join(base, name)) as handle:
-                entry = json.load(handle)
-            out[entry.pop("step", name[:-5])] = entry
-    return out
-
-
-def _load_programs(path):
-    """``{step: {host: program result}}`` from programs/ (a job's steps; none in other runs)."""
-    out = {}
-    base = os.path.join(path, PROGRAMS)
     for step in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        if not by_host:
+            if step.endswith(".json"):
+                entry = _read_json(os.path.join(base, step))
+                out[take(entry, "step", step[:-5])] = entry
+            continue
         for name in sorted(os.listdir(os.path.join(base, step))):
             if name.endswith(".json"):
-                with open(os.path.join(base, step, name)) as handle:
-                    entry = json.load(handle)
-                out.setdefault(entry.pop("step", step), {})[entry.pop("host", name[:-5])] = entry
+                entry = _read_json(os.path.join(base, step, name))
+                out.setdefault(take(entry, "step", step), {})[take(entry, "host", name[:-5])] = entry
     return out
+
+
+def _read_json(full):
+    with open(full) as handle:
+        return json.load(handle)
 
 
 def load_run(path):
     """The run directory at ``path`` as a ``Run``."""
     experiments, plans, lab = read_plan(path) or ([], {}, {})
-    return build_run(_load_flows(path), plans, _load_counters(path), _load_starts(path), path=os.path.abspath(path),
-                     lab=lab, experiments=experiments, events=_load_starts(path, EVENTS), programs=_load_programs(path))
+    return build_run(_load_flows(path), plans, _load_entries(path, COUNTERS, by_host=True, keep_names=True),
+                     _load_entries(path, STARTS), path=os.path.abspath(path), lab=lab, experiments=experiments,
+                     events=_load_entries(path, EVENTS), programs=_load_entries(path, PROGRAMS, by_host=True))

@@ -30,7 +30,7 @@ def test_every_filter_is_registered_once_in_the_file_of_its_concept():
                     "history_export", "history_rebuild", "history_record", "history_runs", "history_table"],
         "job": ["job_sweep_points", "job_sweep_table"], "netns_lab": ["netns_lab_hosts"],
         "plan": ["experiment_owner", "flow_plan", "flow_step_args", "flow_step_batch_args", "throttle_args"],
-        "preflight": ["preflight_paths", "preflight_report"],
+        "preflight": ["preflight_args", "preflight_checks", "preflight_paths", "preflight_report"],
         "report": ["render_run", "report_files", "report_json", "report_text", "run_report"],
         "units": ["rate_bps"]}
     assert sum(len(filters) for filters in BY_FILE.values()) == len(F)  # no name in two files
@@ -41,6 +41,30 @@ def test_every_filter_is_registered_once_in_the_file_of_its_concept():
 def test_the_preflight_checks_the_paths_the_plan_makes():
     # the seed's incast: every worker sends to the sink
     assert F["preflight_paths"](PLAN) == [["w1", "sink"], ["w2", "sink"], ["w3", "sink"]]
+
+
+def test_the_preflights_arguments_come_from_the_plan():
+    """The seed's incast over tcp: a worker's one peer is the sink, the sink's are the workers; no RDMA device or
+    perftest read; the checks at the plan's 9000 MTU and 8gbit (8 Gb/s) line rate."""
+    assert F["preflight_args"](PLAN, "w2") == {"interface": "eth0", "address": "198.18.0.12", "rdma_device": None,
+                                               "peers": ["198.18.0.1"], "perftest_tools": []}
+    assert F["preflight_args"](PLAN, "sink")["peers"] == ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+    assert F["preflight_checks"](PLAN) == {
+        "paths": [["w1", "sink"], ["w2", "sink"], ["w3", "sink"]],
+        "expect": {"mtu": 9000, "min_gbps": 8.0, "rdma": False, "perftest": False},
+        "addresses": {"sink": "198.18.0.1", "w1": "198.18.0.11", "w2": "198.18.0.12", "w3": "198.18.0.13"}}
+    rdma = dict(HOSTVARS, w1=dict(HOSTVARS["w1"], lab_rdma_device="rxe1"))
+    ring = F["flow_plan"]({"pattern": "ring", "engine": "perftest", "perftest": {"tool": "ib_send_bw"},
+                           "volume": "1MB"}, GROUPS, rdma, "8gbit", "4200", rdma_device="rxe0")
+    w1 = F["preflight_args"](ring, "w1")
+    # a ring: w1 sends to w2 and receives from w3; its own RDMA device, the plan's tool
+    assert (w1["peers"], w1["rdma_device"], w1["perftest_tools"]) == (["198.18.0.12", "198.18.0.13"], "rxe1",
+                                                                       ["ib_send_bw"])
+    assert F["preflight_checks"](ring)["expect"] == {"mtu": 4200, "min_gbps": 8.0, "rdma": True, "perftest": True}
+    with pytest.raises(AnsibleFilterError, match="preflight_args: nobody is not a host of this plan"):
+        F["preflight_args"](PLAN, "nobody")
+    with pytest.raises(AnsibleFilterError, match=r"preflight_checks: give a plan \(the flow_plan filter's result\)"):
+        F["preflight_checks"]({"not": "a plan"})
 
 
 def test_the_seed_through_the_filters():

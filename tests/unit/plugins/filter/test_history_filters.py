@@ -125,3 +125,13 @@ def test_the_baseline_filter_reads_only(runs, warnings):
     shutil.copytree(os.path.join(FIXTURES, RUNS[1]), str(runs / RUNS[1]))  # a newer run, not indexed yet
     assert F["history_baseline"](the_plan, db, str(runs))["run"] == RUNS[0]
     assert sorted(os.path.basename(p) for p in held(db)) == [RUNS[0]]
+
+
+def test_history_compare_reads_and_never_writes(runs, warnings):
+    """The filter reads: no history file is made, and a run directory outside the history is read, not recorded."""
+    db = runs / "history.sqlite"
+    diff = F["history_compare"](str(db), a=str(runs / RUNS[0]), b=RUNS[1])
+    assert (diff["a"]["id"], diff["b"]["id"]) == RUNS and not db.exists()
+    assert sorted(os.listdir(str(runs))) == sorted(RUNS)
+    assert warnings == ["history: history database %s does not exist: read 2 run directories under %s without "
+                        "writing it (aifabric.lab.history with sync: true writes it)" % (db, runs)]

@@ -81,7 +81,7 @@ def test_a_missing_namespace_is_named():
 
 
 def params(parts, port, **kw):
-    p = {key: spec.get("default") for key, spec in step_module.ARGUMENT_SPEC.items()}
+    p = {key: spec.get("default") for key, spec in step_module.module_args()["argument_spec"].items()}
     p.update(party=None, token="tok-enter", step="s1", perftest={}, counters=None, arm_timeout=20.0, timeout=20.0,
              rendezvous={"host": "a", "address": SUBNET % 1, "port": port, "parties": ["a", "b"],
                          "expected_flows": {"b": ["b"]}, "annotations": {}, "start_at": None,

@@ -22,9 +22,6 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 MODULES = os.path.join(ROOT, "plugins", "modules")
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
 PACKAGE = "ansible_collections.aifabric.lab.plugins.module_utils"
-# Modules still on the older glue (ARGUMENT_SPEC and its constraints as constants): flow_step is being changed on
-# another branch (the job's program); it moves to module_args() next (docs/architecture.md says how).
-PENDING = {"flow_step": "_flow.step_module"}
 # What may end a module outside a glue file: the one check of a library every netlink glue makes.
 ENDS_A_MODULE_TOO = {"_pyroute2.py"}
 
@@ -64,7 +61,7 @@ def test_the_rule_places_the_glue_files_that_exist():
     assert glue_files == {glue_of(name) for name in NAMES}, "a glue file that is no module's, or a module without one"
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n not in PENDING])
+@pytest.mark.parametrize("name", NAMES)
 def test_a_module_file_is_its_documentation_and_main(name):
     tree = parse(os.path.join(MODULES, name + ".py"))
     assigned, imports, functions, other = [], [], [], []
@@ -89,8 +86,6 @@ def test_a_module_file_is_its_documentation_and_main(name):
 def test_the_glue_gives_ansiblemodules_arguments_and_runs_the_module(name):
     glue = importlib.import_module("%s.%s" % (PACKAGE, glue_of(name)))
     assert list(inspect.signature(glue.run_module).parameters)[0] == "module"
-    if name in PENDING:
-        pytest.skip("%s: still ARGUMENT_SPEC and its constraints as constants" % name)
     args = glue.module_args()
     assert args is not glue.module_args()
     accepted = set(inspect.signature(AnsibleModule.__init__).parameters)

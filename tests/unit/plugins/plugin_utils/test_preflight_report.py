@@ -10,7 +10,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.aifabric.lab.plugins.action.preflight_info import clock_offset
 from ansible_collections.aifabric.lab.plugins.filter.preflight import preflight_paths, preflight_report
-from ansible_collections.aifabric.lab.plugins.plugin_utils._preflight import Expect, check, paths_of_plan, report
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import host_pairs
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
+from ansible_collections.aifabric.lab.plugins.plugin_utils._preflight import Expect, check, report
 
 
 def guest(n, mtu=1500, peer_mtu=None, offset=0.0, uncertainty=0.002, leftovers=(), version="6.06", gid=1):
@@ -184,12 +186,13 @@ def test_a_missing_or_down_interface():
 
 
 def test_paths_of_a_plan():
-    plan = {"rounds": [{"hosts": {"w1": {"clients": [{"flow_id": "w1", "dst": "sink"}]},
-                                  "w2": {"clients": [{"flow_id": "w2", "dst": "sink"}, {"flow_id": "x", "dst": "w1"}]},
-                                  "sink": {"servers": [{"port": 5201}]}}},
-                       {"hosts": {"w1": {"clients": [{"flow_id": "w1", "dst": "sink"}]}}}]}
-    assert paths_of_plan(plan) == [("w1", "sink"), ("w2", "sink"), ("w2", "w1")]
-    assert preflight_paths(plan) == [["w1", "sink"], ["w2", "sink"], ["w2", "w1"]]
+    """A ring of three workers: each sends to the next; every pair once, sorted (the filter gives them as lists)."""
+    groups = {"workers": ["w1", "w2", "w3"], "sinks": ["sink"]}
+    hostvars = {"sink": {"lab_address": "198.18.0.1"}, "w1": {"lab_address": "198.18.0.11"},
+                "w2": {"lab_address": "198.18.0.12"}, "w3": {"lab_address": "198.18.0.13"}}
+    the_plan = plan({"pattern": "ring", "volume": "1MB"}, groups, hostvars)
+    assert host_pairs(the_plan) == [("w1", "w2"), ("w2", "w3"), ("w3", "w1")]
+    assert preflight_paths(the_plan.to_dict()) == [["w1", "w2"], ["w2", "w3"], ["w3", "w1"]]
 
 
 def test_the_filter_refuses_bad_input_by_name():
@@ -223,3 +226,20 @@ def test_the_clock_sample_with_the_shortest_round_trip():
     assert got == {"offset_s": pytest.approx(10.0), "uncertainty_s": pytest.approx(0.05),
                    "rtt_s": pytest.approx(0.1), "samples": 3}
     assert clock_offset([(0.0, None, 1.0)]) is None
+
+
+# the netns lab's own record, as the leftovers' scan lists it (_leftovers.Scanner.labs, Leftover.to_dict): up on purpose
+NETNS_LAB = {"kind": "lab", "name": "switch (4/4 namespaces up)", "owner": None, "live": True, "action": "kept",
+             "reason": "up on purpose (built without an owner): netns_lab state=down takes it", "scope": "machine",
+             "path": "/run/aifabric-lab/labs/afl-switch.json", "namespaces": ["afl-switch", "afl-w1", "afl-w2"]}
+
+
+def test_a_lab_that_is_up_is_the_lab_not_a_leftover():
+    """The netns lab's hosts share one state directory, whose labs/ holds the lab they are: the preflight before an
+    experiment on it must not fail on that. A lab whose namespaces are gone (stale) still counts."""
+    stale = dict(NETNS_LAB, name="old (0/3 namespaces up)", live=False, action="would remove",
+                 reason="stale: none of its namespaces exists", namespaces=[])
+    out = report({"vm1": guest(1, leftovers=[NETNS_LAB]), "vm2": guest(2, leftovers=[NETNS_LAB, stale])})
+    assert _cells(out, "vm1")["leftovers"] == "0" and _cells(out, "vm2")["leftovers"] == "1!"
+    assert [(f["host"], f["check"]) for f in out["failed"]] == [("vm2", "leftovers")]
+    assert "old (0/3 namespaces up)" in out["failed"][0]["message"] and "switch" not in out["failed"][0]["message"]

@@ -43,7 +43,7 @@ class Lab:
         self.pids = []
 
     def params(self, party, **kw):
-        p = {key: spec.get("default") for key, spec in step_module.ARGUMENT_SPEC.items()}
+        p = {key: spec.get("default") for key, spec in step_module.module_args()["argument_spec"].items()}
         p.update(party=party, token=self.token, step="s1", rendezvous=dict(self.rendezvous), state_dir=self.state_dir,
                  perftest={}, counters=None, arm_timeout=20.0, timeout=20.0)
         p.update(kw)
@@ -430,7 +430,7 @@ def test_a_name_that_would_reach_a_path_is_refused(lab_factory, change, message)
 
 
 def test_the_token_is_never_logged():
-    assert step_module.ARGUMENT_SPEC["token"]["no_log"] is True
+    assert step_module.module_args()["argument_spec"]["token"]["no_log"] is True
 
 
 def _pid_file(lab, party, info):

@@ -187,6 +187,27 @@ def test_contradicting_link_rates_are_reported_not_raised():
     assert report["status"] == "ok"
 
 
+def test_a_hop_without_a_rate_is_reported_as_the_prediction_always_said_it():
+    """A flow's annotations are user input: a hop without 'rate' leaves the step unpredicted, its message naming the
+    hop as it was given (the text the reports carried before the paths were typed)."""
+    a, b = worker("a", 1.0), worker("b", 1.0)
+    b["annotations"]["path"] = [{"link": "sw->sink", "rate": "8gbit"}, {"link": "b egress"}]
+    report = analyze_records([a, b])
+    assert report["prediction_unavailable"] == (
+        "host b: every path hop needs 'link' and 'rate' (got {'link': 'b egress'})")
+    assert report["status"] == "ok" and "predicted_step_s" not in report
+
+
+def test_a_bad_rate_before_a_broken_hop_is_the_error_named():
+    """The path is read in order: a rate that does not parse on the first hop is named before a later hop's missing
+    link."""
+    a = worker("a", 1.0)
+    a["annotations"]["path"] = [{"link": "sw->sink", "rate": "fast"}, {"rate": "1gbit"}]
+    report = analyze_records([a])
+    assert report["prediction_unavailable"].startswith("host a path link sw->sink rate: ")
+    assert "'fast'" in report["prediction_unavailable"]
+
+
 def test_an_expected_worker_without_a_result_fails_the_step():
     """After an interrupted run only the finished flows are on disk; the step must not be timed over them."""
     a, b = worker("w1", 27.6), worker("w2", 27.6)

@@ -96,7 +96,7 @@ def test_the_planners_dict_before_the_model_reads_into_the_same_facts(run):
     assert barrier.bottleneck == "8gbit" and barrier.expected_workers == ["worker1", "worker2", "worker3"]
     w3 = barrier.flow("worker3")
     assert (w3.throttle, w3.throttle_mechanism) == ("2gbit", "worker3: tc htb on eth0's egress")
-    assert [Hop.from_dict(h) for h in w3.path][-1] == Hop("worker3 egress", "2gbit", throttle=True)
+    assert w3.path[-1] == Hop("worker3 egress", "2gbit", throttle=True)
 
 
 def test_a_step_the_plan_does_not_have_is_named_with_the_fix():

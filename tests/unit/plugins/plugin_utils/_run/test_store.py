@@ -124,3 +124,34 @@ def test_the_run_directories_under_a_runs_dir(tmp_path):
 def test_the_collections_version_is_the_checkouts():
     with open(os.path.join(ROOT, "galaxy.yml")) as handle:
         assert collection_version() == yaml.safe_load(handle)["version"]
+
+
+def _write(root, rel, data):
+    full = root / rel
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_text(json.dumps(data))
+
+
+def test_the_step_files_and_the_step_and_host_files_are_read_by_one_reader(tmp_path):
+    """starts/ and events/ hold a file per step, counters/ and programs/ a file per step and host; an entry's own
+    step and host name it (a step name a file name cannot hold), else its path does. The counters keep those names
+    in the entry, the others give them up."""
+    _write(tmp_path, "flows/barrier/w1.json", {"host": "w1", "status": "ok", "completion_s": 1.0, "bytes": 1,
+                                               "volume_bytes": 1, "received_at": 1.0})
+    _write(tmp_path, "starts/barrier.json", {"step": "barrier", "margin_s": 0.25})
+    _write(tmp_path, "starts/odd.json", {"step": "odd/name", "margin_s": 0.5})
+    _write(tmp_path, "starts/notes.txt", {"ignored": True})
+    _write(tmp_path, "events/barrier.json", {"refused": ["w9"]})
+    _write(tmp_path, "counters/barrier/w1.json", {"step": "barrier", "host": "w1", "before": {}, "after": {}})
+    _write(tmp_path, "counters/barrier/sw.json", {"before": {"x": 1}, "after": {"x": 2}})
+    _write(tmp_path, "programs/allreduce/w1.json", {"step": "allreduce", "host": "w1", "status": "ok"})
+    _write(tmp_path, "programs/allreduce/w2.json", {"status": "failed"})
+    run = load_run(str(tmp_path))
+    steps = {s.name: s for s in run.steps}
+    barrier = steps["barrier"]
+    assert barrier.start == {"margin_s": 0.25}
+    assert barrier.events == {"refused": ["w9"]}
+    assert barrier.counters == {"w1": {"step": "barrier", "host": "w1", "before": {}, "after": {}},
+                                "sw": {"before": {"x": 1}, "after": {"x": 2}}}
+    assert steps["allreduce"].programs == {"w1": {"status": "ok"}, "w2": {"status": "failed"}}
+    assert sorted(steps) == ["allreduce", "barrier"]  # odd/name has a start but no flow or program: no step
