@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._fabric.netlink import Fabric, in_netns_fork
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import FabricError, link_table, shapers, validate
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import (
+    FabricError,
+    link_table,
+    shapers,
+    validate,
+)
 from fabric_fixture import PREFIX, clos3_params, rail_params
 from test_fabric_netlink import _FakeIPR, _send
 
