@@ -30,7 +30,7 @@ import ipaddress
 
 from .._link import link_name
 from .._netns_enter import NetnsError, run_in_namespace
-from .spec import BRIDGE, PORT_BUCKETS, FabricError, relay_hosts, shapers, switches
+from .spec import BRIDGE, PORT_BUCKETS, FabricError, relay_hosts, relay_switch, shapers, switches
 
 __all__ = ["Fabric", "in_netns_fork", "route_get", "sysctl_path"]
 
@@ -413,8 +413,8 @@ class Fabric:
             with self.iproute(netns=item["namespace"]) as ipr:
                 stats = {msg.get_attr("IFLA_IFNAME"): _stats64(msg) for msg in ipr.get_links()
                          if msg.get_attr("IFLA_IFNAME") in ports}
-                out[item["name"]] = {"taken_at": clock(), "rdma": {}, "netdev": stats,
-                                     "qdisc": read_qdiscs(ipr, sorted(stats))}
+                name = item["name"] if item["name"] not in relays else relay_switch(item["name"])
+                out[name] = {"taken_at": clock(), "rdma": {}, "netdev": stats, "qdisc": read_qdiscs(ipr, sorted(stats))}
         return out
 
 

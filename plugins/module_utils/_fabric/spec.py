@@ -24,7 +24,7 @@ from .._netns_enter import valid_name
 from .._units import UnitError, format_rate, parse_rate
 
 __all__ = ["FABRIC_ARGS", "FabricError", "HASHES", "BRIDGE", "PORT_BUCKETS", "fabric_params", "link_names",
-           "link_table", "relay_hosts", "shapers", "switches", "validate"]
+           "link_table", "relay_hosts", "relay_switch", "shapers", "switches", "validate"]
 
 FABRIC_ARGS = dict(
     leaves=dict(type="list", elements="dict", required=True, options=dict(
@@ -286,6 +286,12 @@ def switches(topo):
     return topo["leaves"] + topo["spines"] + topo.get("superspines", [])
 
 
+def relay_switch(host):
+    """The name a relaying NIC's relay ports are snapshotted under (``m1r1.relay``): its host's own counters keep the
+    host's name."""
+    return "%s.relay" % host
+
+
 def relay_hosts(topo):
     """The hosts that forward over an in-host relay link (their names), in the fabric's order."""
     names = {r["a"] for r in topo.get("relays") or []} | {r["b"] for r in topo.get("relays") or []}
@@ -348,9 +354,10 @@ def link_table(topo):
                                                          "interface": up["super_interface"], "rate": rate,
                                                          "tier": "superdownlink"}
     for r in topo.get("relays") or []:
-        # an in-host link is counted where it is sent: the NIC's namespace, its relay port
-        out[link_name(r["a"], r["b"])] = {"switch": r["a"], "interface": r["a_interface"],
+        # an in-host link is counted where it is sent: the NIC's namespace, its relay port (its snapshot named
+        # relay_switch(host), apart from the host's own counters)
+        out[link_name(r["a"], r["b"])] = {"switch": relay_switch(r["a"]), "interface": r["a_interface"],
                                           "rate": topo.get("relay_rate"), "tier": "relay"}
-        out[link_name(r["b"], r["a"])] = {"switch": r["b"], "interface": r["b_interface"],
+        out[link_name(r["b"], r["a"])] = {"switch": relay_switch(r["b"]), "interface": r["b_interface"],
                                           "rate": topo.get("relay_rate"), "tier": "relay"}
     return out

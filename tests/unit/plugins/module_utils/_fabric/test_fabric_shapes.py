@@ -76,7 +76,7 @@ def test_rails_with_the_relay_join_each_machines_nics_and_route_other_rails_thro
     assert want[PREFIX + "m1r2"]["links"]["x1"] == {"kind": "veth", "address": "198.19.0.5/31",
                                                     "peer_ns": PREFIX + "m1r1", "peer_if": "x2"}
     assert want[PREFIX + "m1r1"]["switch"] is True  # it forwards: the switches' sysctls
-    assert link_table(topo)["m1r1->m1r2"] == {"switch": "m1r1", "interface": "x2", "rate": "10gbit",
+    assert link_table(topo)["m1r1->m1r2"] == {"switch": "m1r1.relay", "interface": "x2", "rate": "10gbit",
                                              "tier": "relay"}
     # without the relay: plain hosts, every rail crossing through the spine
     plain = validate(rail_params(relay=False))
