@@ -81,3 +81,34 @@ def test_a_bad_3_tier_inventory_names_the_fix():
         fabric_topology(CLOS_GROUPS, bad)
     with pytest.raises(FabricLabError, match="lab_plane 'x' is not a spine position"):
         fabric_topology(CLOS_GROUPS, dict(CLOS_VARS, super1={"lab_plane": "x"}))
+
+
+def test_a_plan_on_a_3_tier_fabric_keeps_its_superspines_and_its_steps_their_paths():
+    # (a plan whose copy of the fabric lost its superspines could not be read back: the report had no fabric)
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import step_plans
+
+    fab = fabric_topology(CLOS_GROUPS, CLOS_VARS, host_rate="1gbit", uplink_rate="1gbit")
+    p = Plan.from_dict(plan({"pattern": "shift", "engine": "tcp", "volume": "40MB", "fabric": {"placement": "hash"}},
+                            CLOS_GROUPS, CLOS_VARS, fabric=fab).to_dict())
+    assert p.fabric.topology["superspines"] == fab["superspines"]
+    assert p.fabric.topology["superspine_rate"] == "500mbit"
+    # what a step's plan reads (_run.model.step_plans, once the streams are placed): the links and the paths
+    assert step_plans(p)["barrier"].fabric is None  # not placed yet
+    assert equal_cost_paths(p.fabric.topology, "w1", "w2") == equal_cost_paths(fab, "w1", "w2")
+    assert len(equal_cost_paths(p.fabric.topology, "w1", "w2")) == 2
+    assert fabric_links(p.fabric.topology)["super2->spine4"] == {"switch": "super2", "interface": "p4",
+                                                                 "rate": "500mbit", "tier": "superdownlink"}
+
+
+def test_a_2_tier_plan_s_fabric_is_as_before():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
+
+    groups = {"leaves": ["leaf1", "leaf2"], "spines": ["spine1"], "workers": ["w1", "w2"]}
+    hostvars = {"leaf1": {"lab_subnet": "198.18.1.0/24"}, "leaf2": {"lab_subnet": "198.18.2.0/24"},
+                "w1": {"lab_leaf": "leaf1", "lab_address": "198.18.1.11"},
+                "w2": {"lab_leaf": "leaf2", "lab_address": "198.18.2.11"}}
+    fab = fabric_topology(groups, hostvars)
+    p = plan({"pattern": "shift", "engine": "tcp", "volume": "40MB", "fabric": {}}, groups, hostvars, fabric=fab)
+    assert sorted(p.fabric.topology) == ["host_rate", "hosts", "leaves", "mtu", "spines", "uplink_rate"]
