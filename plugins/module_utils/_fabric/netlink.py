@@ -164,6 +164,11 @@ class Fabric:
                 "peer_if": r["a_interface"]}
             want[one["namespace"]]["routes"][subnet[two["leaf"]]] = [(r["b_address"], r["a_interface"])]
             want[two["namespace"]]["routes"][subnet[one["leaf"]]] = [(r["a_address"], r["b_interface"])]
+            # what the NIC sends over its relay carries its own address, not the relay's /31 (which no switch knows
+            # the way back to): the route's preferred source
+            for host, other in ((one, two), (two, one)):
+                want[host["namespace"]].setdefault("prefsrc", {})[subnet[other["leaf"]]] = \
+                    host["address"].split("/")[0]
         for host in relay_hosts(topo):
             want[host["namespace"]]["switch"] = True
 
@@ -215,12 +220,15 @@ class Fabric:
         return todo
 
     @staticmethod
-    def _routes(ipr):
-        """``{dst/len: sorted [(gateway, ifname)]}`` of the main table's unicast routes with a gateway."""
+    def _routes(ipr, prefsrc=None):
+        """``{dst/len: sorted [(gateway, ifname)]}`` of the main table's unicast routes with a gateway (a route whose
+        preferred source is not ``prefsrc[dst]`` reads as missing)."""
         names = {msg["index"]: msg.get_attr("IFLA_IFNAME") for msg in ipr.get_links()}
         out = {}
         for route in ipr.get_routes(family=2, table=254):
             dst = "%s/%d" % (route.get_attr("RTA_DST") or "0.0.0.0", route["dst_len"])
+            if (prefsrc or {}).get(dst) and route.get_attr("RTA_PREFSRC") != prefsrc[dst]:
+                continue
             hops = []
             if route.get_attr("RTA_GATEWAY"):
                 hops.append((route.get_attr("RTA_GATEWAY"), names.get(route.get_attr("RTA_OIF"))))
@@ -231,7 +239,7 @@ class Fabric:
         return out
 
     def _routes_missing(self, ipr, spec):
-        have = self._routes(ipr)
+        have = self._routes(ipr, spec.get("prefsrc"))
         return ["route %s via %s" % (dst, ", ".join("%s dev %s" % h for h in hops))
                 for dst, hops in sorted(spec["routes"].items()) if have.get(dst) != sorted(hops)]
 
@@ -278,7 +286,7 @@ class Fabric:
                 _shape(ipr, dev, direction, rate, False)
         for ns, spec in want.items():
             with self.iproute(netns=ns) as ipr:
-                have = self._routes(ipr)
+                have = self._routes(ipr, spec.get("prefsrc"))
                 for dst, hops in sorted(spec["routes"].items()):
                     if have.get(dst) == sorted(hops):
                         continue
@@ -288,6 +296,8 @@ class Fabric:
                         args = {"gateway": hops[0][0], "oif": index[hops[0][1]]}
                     else:
                         args = {"multipath": [{"gateway": gw, "oif": index[name]} for gw, name in hops]}
+                    if (spec.get("prefsrc") or {}).get(dst):
+                        args["prefsrc"] = spec["prefsrc"][dst]
                     ipr.route("replace", dst=str(net.network_address), dst_len=net.prefixlen, **args)
 
     @staticmethod

@@ -18,7 +18,7 @@ is a set no flow was put on.
 
 from __future__ import annotations
 
-from ansible_collections.aifabric.lab.plugins.module_utils._link import Link
+from ansible_collections.aifabric.lab.plugins.module_utils._link import Link, link_name
 
 __all__ = ["mmr", "jfi", "parallel_sets", "load_balance", "UP_TIERS", "DOWN_TIERS"]
 
@@ -56,9 +56,9 @@ def parallel_sets(links):
     for entry in links:
         tier = entry.get("tier")
         if tier in UP_TIERS:
-            key = ("%s->*" % Link.parse(entry["link"]).src, tier)
+            key = (link_name(Link.parse(entry["link"]).src, "*"), tier)
         elif tier in DOWN_TIERS:
-            key = ("*->%s" % Link.parse(entry["link"]).dst, tier)
+            key = (link_name("*", Link.parse(entry["link"]).dst), tier)
         else:
             continue
         groups.setdefault(key, []).append(entry)

@@ -75,6 +75,9 @@ def test_rails_with_the_relay_join_each_machines_nics_and_route_other_rails_thro
                                                "198.18.2.0/24": [("198.19.0.5", "x2")]}
     assert want[PREFIX + "m1r2"]["links"]["x1"] == {"kind": "veth", "address": "198.19.0.5/31",
                                                     "peer_ns": PREFIX + "m1r1", "peer_if": "x2"}
+    # what it sends over the relay carries its own address (a socket that binds none would take the relay's /31,
+    # which no switch routes back): the relay route's preferred source
+    assert want[PREFIX + "m1r1"]["prefsrc"] == {"198.18.2.0/24": "198.18.1.11"}
     assert want[PREFIX + "m1r1"]["switch"] is True  # it forwards: the switches' sysctls
     assert link_table(topo)["m1r1->m1r2"] == {"switch": "m1r1.relay", "interface": "x2", "rate": "10gbit",
                                              "tier": "relay"}
@@ -182,6 +185,9 @@ def test_a_real_rail_fabric_relays_across_rails_in_the_host_and_counts_it():
         links, counted = _proved(fabric, topo, flow, 2_000_000)
         assert links == ["m1r1->m1r2", "m1r2->rail2", "rail2->m2r2"]
         _check(links, counted, 2_000_000)
+        # a socket that binds no address (a control connection) still reaches across the rails: the relay route's
+        # preferred source is the NIC's own address, which the far side routes back
+        assert _send(PREFIX + "m2r2", "", 20013, "198.18.1.11", 18601, 1_000_000, PREFIX + "m1r1") == 1_000_000
         # the same rail: the rail leaf alone
         flow = {"id": "y", "src": "198.18.1.11", "dst": "198.18.1.12", "sport": 20011, "dport": 18600}
         links, counted = _proved(fabric, topo, flow, 2_000_000)
