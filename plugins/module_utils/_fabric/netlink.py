@@ -15,6 +15,13 @@ route lookup can know; policy 3 hashes the packet's own five-tuple, which ``look
 
 ``lookup`` asks each switch, hop by hop, which next hop a five-tuple takes: an RTM_GETROUTE with the input interface,
 the source and destination address and ports and the protocol, as the forwarding path would see the packet.
+
+The same module builds a 3-tier Clos (spines in pods, each linked to its plane's superspines by ``u<c>`` / ``p<k>``: a
+spine reaches its own pod's leaves directly and every other subnet by a multipath route through its superspines, a
+superspine each leaf's subnet through its spines in that leaf's pod) and a rail-optimized fabric whose hosts are a
+machine's NICs, optionally joined by in-host relay links (``x<j>`` in NIC i's namespace toward its machine's NIC j):
+with the relay, a NIC forwards, and reaches every other rail's subnet through its machine's NIC on that rail. A
+flow from a relaying NIC is looked up from its own namespace first (the locally sent packet's output interface).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import ipaddress
 
 from .._link import link_name
 from .._netns_enter import NetnsError, run_in_namespace
-from .spec import BRIDGE, PORT_BUCKETS, FabricError, shapers
+from .spec import BRIDGE, PORT_BUCKETS, FabricError, relay_hosts, relay_switch, shapers, switches
 
 __all__ = ["Fabric", "in_netns_fork", "route_get", "sysctl_path"]
 
@@ -81,9 +88,9 @@ class Fabric:
         for leaf in topo["leaves"]:
             want[leaf["namespace"]] = {"links": {BRIDGE: {"kind": "bridge", "address": leaf["gateway"]}},
                                        "routes": {}, "switch": True}
-        for spine in topo["spines"]:
+        for spine in topo["spines"] + topo.get("superspines", []):
             want[spine["namespace"]] = {"links": {}, "routes": {}, "switch": True}
-        ns_of = {x["name"]: x["namespace"] for x in topo["leaves"] + topo["spines"]}
+        ns_of = {x["name"]: x["namespace"] for x in switches(topo)}
         for link in topo["links"]:
             leaf_ns, spine_ns = ns_of[link["leaf"]], ns_of[link["spine"]]
             want[leaf_ns]["links"][link["leaf_interface"]] = {
@@ -101,6 +108,7 @@ class Fabric:
             for lk in topo["links"]:
                 if lk["leaf"] == leaf["name"]:
                     want[ns_of[lk["spine"]]]["routes"][leaf["subnet"]] = [(lk["leaf_address"], lk["spine_interface"])]
+        Fabric._wanted_superspines(topo, want, ns_of)
         for host in topo["hosts"]:
             leaf = next(x for x in topo["leaves"] if x["name"] == host["leaf"])
             want[leaf["namespace"]]["links"][host["port"]] = {"kind": "veth", "master": BRIDGE,
@@ -109,7 +117,60 @@ class Fabric:
             want[host["namespace"]] = {
                 "links": {host["interface"]: {"kind": "veth", "address": host["address"]}},
                 "routes": {"0.0.0.0/0": [(leaf["gateway"].split("/")[0], host["interface"])]}, "switch": False}
+        Fabric._wanted_relays(topo, want)
         return want
+
+    @staticmethod
+    def _wanted_superspines(topo, want, ns_of):
+        """The spine-superspine links, and the routes they carry: a spine reaches another pod's leaf subnets through
+        its superspines, a superspine each leaf subnet through its spines in that leaf's pod."""
+        for up in topo.get("uplinks") or []:
+            spine_ns, super_ns = ns_of[up["spine"]], ns_of[up["superspine"]]
+            want[spine_ns]["links"][up["spine_interface"]] = {
+                "kind": "veth", "address": up["spine_address"] + "/31", "peer_ns": super_ns,
+                "peer_if": up["super_interface"]}
+            want[super_ns]["links"][up["super_interface"]] = {
+                "kind": "veth", "address": up["super_address"] + "/31", "peer_ns": spine_ns,
+                "peer_if": up["spine_interface"]}
+        pod_of = {x["name"]: x.get("pod") for x in topo["leaves"] + topo["spines"]}
+        for spine in topo["spines"]:
+            ups = sorted((u["super_address"], u["spine_interface"]) for u in topo.get("uplinks") or []
+                         if u["spine"] == spine["name"])
+            if not ups:
+                continue
+            for leaf in topo["leaves"]:
+                if pod_of[leaf["name"]] != spine.get("pod"):
+                    want[spine["namespace"]]["routes"][leaf["subnet"]] = ups
+        for sup in topo.get("superspines", []):
+            for leaf in topo["leaves"]:
+                hops = sorted((u["spine_address"], u["super_interface"]) for u in topo.get("uplinks") or []
+                              if u["superspine"] == sup["name"] and pod_of[u["spine"]] == pod_of[leaf["name"]])
+                if hops:
+                    want[sup["namespace"]]["routes"][leaf["subnet"]] = hops
+
+    @staticmethod
+    def _wanted_relays(topo, want):
+        """The in-host relay links of each machine, and a relaying NIC's routes: every other rail's subnet through
+        its machine's NIC on that rail (which forwards: it is a switch for its sysctls)."""
+        by_name = {h["name"]: h for h in topo["hosts"]}
+        subnet = {leaf["name"]: leaf["subnet"] for leaf in topo["leaves"]}
+        for r in topo.get("relays") or []:
+            one, two = by_name[r["a"]], by_name[r["b"]]
+            want[one["namespace"]]["links"][r["a_interface"]] = {
+                "kind": "veth", "address": r["a_address"] + "/31", "peer_ns": two["namespace"],
+                "peer_if": r["b_interface"]}
+            want[two["namespace"]]["links"][r["b_interface"]] = {
+                "kind": "veth", "address": r["b_address"] + "/31", "peer_ns": one["namespace"],
+                "peer_if": r["a_interface"]}
+            want[one["namespace"]]["routes"][subnet[two["leaf"]]] = [(r["b_address"], r["a_interface"])]
+            want[two["namespace"]]["routes"][subnet[one["leaf"]]] = [(r["a_address"], r["b_interface"])]
+            # what the NIC sends over its relay carries its own address, not the relay's /31 (which no switch knows
+            # the way back to): the route's preferred source
+            for host, other in ((one, two), (two, one)):
+                want[host["namespace"]].setdefault("prefsrc", {})[subnet[other["leaf"]]] = \
+                    host["address"].split("/")[0]
+        for host in relay_hosts(topo):
+            want[host["namespace"]]["switch"] = True
 
     def missing(self, topo):
         """What differs from the desired fabric, as readable items (empty: nothing to do)."""
@@ -159,12 +220,15 @@ class Fabric:
         return todo
 
     @staticmethod
-    def _routes(ipr):
-        """``{dst/len: sorted [(gateway, ifname)]}`` of the main table's unicast routes with a gateway."""
+    def _routes(ipr, prefsrc=None):
+        """``{dst/len: sorted [(gateway, ifname)]}`` of the main table's unicast routes with a gateway (a route whose
+        preferred source is not ``prefsrc[dst]`` reads as missing)."""
         names = {msg["index"]: msg.get_attr("IFLA_IFNAME") for msg in ipr.get_links()}
         out = {}
         for route in ipr.get_routes(family=2, table=254):
             dst = "%s/%d" % (route.get_attr("RTA_DST") or "0.0.0.0", route["dst_len"])
+            if (prefsrc or {}).get(dst) and route.get_attr("RTA_PREFSRC") != prefsrc[dst]:
+                continue
             hops = []
             if route.get_attr("RTA_GATEWAY"):
                 hops.append((route.get_attr("RTA_GATEWAY"), names.get(route.get_attr("RTA_OIF"))))
@@ -175,7 +239,7 @@ class Fabric:
         return out
 
     def _routes_missing(self, ipr, spec):
-        have = self._routes(ipr)
+        have = self._routes(ipr, spec.get("prefsrc"))
         return ["route %s via %s" % (dst, ", ".join("%s dev %s" % h for h in hops))
                 for dst, hops in sorted(spec["routes"].items()) if have.get(dst) != sorted(hops)]
 
@@ -222,7 +286,7 @@ class Fabric:
                 _shape(ipr, dev, direction, rate, False)
         for ns, spec in want.items():
             with self.iproute(netns=ns) as ipr:
-                have = self._routes(ipr)
+                have = self._routes(ipr, spec.get("prefsrc"))
                 for dst, hops in sorted(spec["routes"].items()):
                     if have.get(dst) == sorted(hops):
                         continue
@@ -232,6 +296,8 @@ class Fabric:
                         args = {"gateway": hops[0][0], "oif": index[hops[0][1]]}
                     else:
                         args = {"multipath": [{"gateway": gw, "oif": index[name]} for gw, name in hops]}
+                    if (spec.get("prefsrc") or {}).get(dst):
+                        args["prefsrc"] = spec["prefsrc"][dst]
                     ipr.route("replace", dst=str(net.network_address), dst_len=net.prefixlen, **args)
 
     @staticmethod
@@ -239,7 +305,7 @@ class Fabric:
         ipr.link("add", ifname=ifname, kind="veth", peer={"ifname": link["peer_if"], "net_ns_fd": link["peer_ns"]})
 
     def namespaces(self, topo):
-        return [x["namespace"] for x in topo["hosts"]] + [x["namespace"] for x in topo["leaves"] + topo["spines"]]
+        return [x["namespace"] for x in topo["hosts"]] + [x["namespace"] for x in switches(topo)]
 
     def present_namespaces(self, topo):
         present = set(self.netns.listnetns())
@@ -255,12 +321,20 @@ class Fabric:
         fabric hosts). Returns ``[{id, hops: [{switch, in, out, next}], links: [names], error}]``: the switches it
         crosses, from its source's leaf to its destination's, each with the interface the kernel chose."""
         host_by_ip = {str(ipaddress.ip_interface(h["address"]).ip): h for h in topo["hosts"]}
-        switch = {x["name"]: x for x in topo["leaves"] + topo["spines"]}
+        switch = {x["name"]: x for x in switches(topo)}
         # next switch across each routed link: (switch, out interface) -> (switch, its in interface)
         across = {}
         for lk in topo["links"]:
             across[(lk["leaf"], lk["leaf_interface"])] = (lk["spine"], lk["spine_interface"])
             across[(lk["spine"], lk["spine_interface"])] = (lk["leaf"], lk["leaf_interface"])
+        for up in topo.get("uplinks") or []:
+            across[(up["spine"], up["spine_interface"])] = (up["superspine"], up["super_interface"])
+            across[(up["superspine"], up["super_interface"])] = (up["spine"], up["spine_interface"])
+        relaying = {h["name"]: h for h in relay_hosts(topo)}
+        relay_across = {}
+        for r in topo.get("relays") or []:
+            relay_across[(r["a"], r["a_interface"])] = (r["b"], r["b_interface"])
+            relay_across[(r["b"], r["b_interface"])] = (r["a"], r["a_interface"])
         sockets = {}
         out = []
         try:
@@ -271,8 +345,14 @@ class Fabric:
                 if src is None or dst is None:
                     entry["error"] = "%s is not a fabric host's address" % (flow["src"] if src is None else flow["dst"])
                     continue
-                name, iif = src["leaf"], BRIDGE
-                entry["links"].append(link_name(src["name"], name))
+                if src["name"] in relaying:
+                    start = self._from_host(sockets, relaying, flow, src, dst, relay_across, entry)
+                    if start is None:  # arrived over the in-host link alone, or an error
+                        continue
+                    name, iif = start
+                else:
+                    name, iif = src["leaf"], BRIDGE
+                    entry["links"].append(link_name(src["name"], name))
                 for _hop in range(8):
                     if name == dst["leaf"]:
                         entry["hops"].append({"switch": name, "in": iif, "out": dst["port"], "next": dst["name"]})
@@ -296,6 +376,31 @@ class Fabric:
                 sock.close()
         return out
 
+    def _from_host(self, sockets, relaying, flow, src, dst, relay_across, entry):
+        """A relaying NIC's flow, from its own namespace: out of its interface to its leaf, or over an in-host link
+        to its machine's NIC that forwards it to that NIC's leaf. ``(leaf, BRIDGE)`` to go on from, or None: arrived
+        (a flow to another NIC of its machine crosses the in-host link alone), or the entry's error set."""
+        name, iif = src["name"], None
+        for _hop in range(2):
+            if name == dst["name"]:
+                return None
+            host = relaying[name]
+            if host["namespace"] not in sockets:
+                sockets[host["namespace"]] = self.iproute(netns=host["namespace"])
+            oif = route_get(sockets[host["namespace"]], flow, iif)
+            if oif == host["interface"]:
+                entry["hops"].append({"switch": name, "in": iif, "out": oif, "next": host["leaf"]})
+                entry["links"].append(link_name(name, host["leaf"]))
+                return host["leaf"], BRIDGE
+            nxt = relay_across.get((name, oif))
+            if nxt is None:
+                break
+            entry["hops"].append({"switch": name, "in": iif, "out": oif, "next": nxt[0]})
+            entry["links"].append(link_name(name, nxt[0]))
+            name, iif = nxt
+        entry["error"] = "%s sends it out of %s, which is neither its leaf's link nor one relay" % (name, oif)
+        return None
+
     def counters(self, topo, clock=None):
         """``{switch: snapshot}`` of every fabric port (the leaves' host ports and uplinks, the spines' links), read
         through netlink in each switch's namespace, shaped as port_counters_info' snapshots (``taken_at``, ``netdev``
@@ -308,13 +413,18 @@ class Fabric:
 
         out = {}
         want = self._wanted(topo)
-        for item in topo["leaves"] + topo["spines"]:
-            ports = set(want[item["namespace"]]["links"]) - {BRIDGE}
+        relays = {}
+        for r in topo.get("relays") or []:
+            relays.setdefault(r["a"], set()).add(r["a_interface"])
+            relays.setdefault(r["b"], set()).add(r["b_interface"])
+        for item in switches(topo) + relay_hosts(topo):
+            ports = (set(want[item["namespace"]]["links"]) - {BRIDGE} if item["name"] not in relays
+                     else relays[item["name"]])
             with self.iproute(netns=item["namespace"]) as ipr:
                 stats = {msg.get_attr("IFLA_IFNAME"): _stats64(msg) for msg in ipr.get_links()
                          if msg.get_attr("IFLA_IFNAME") in ports}
-                out[item["name"]] = {"taken_at": clock(), "rdma": {}, "netdev": stats,
-                                     "qdisc": read_qdiscs(ipr, sorted(stats))}
+                name = item["name"] if item["name"] not in relays else relay_switch(item["name"])
+                out[name] = {"taken_at": clock(), "rdma": {}, "netdev": stats, "qdisc": read_qdiscs(ipr, sorted(stats))}
         return out
 
 
@@ -357,16 +467,18 @@ def route_get(ipr, flow, iif):
     """The output interface the kernel's forwarding path picks for ``flow`` arriving on ``iif``."""
     names = {msg["index"]: msg.get_attr("IFLA_IFNAME") for msg in ipr.get_links()}
     index = {v: k for k, v in names.items()}
-    if iif not in index:
+    if iif is not None and iif not in index:
         raise FabricError("no interface %s to look a route up from" % iif)
     cls = _rtmsg_class()
     msg = cls()
     msg["family"] = 2
     msg["dst_len"] = 32
     msg["src_len"] = 32
-    msg["attrs"] = [("RTA_DST", flow["dst"]), ("RTA_SRC", flow["src"]), ("RTA_IIF", index[iif]),
-                    ("RTA_IP_PROTO", _PROTOCOLS.get(flow.get("proto") or "tcp", 6)),
-                    ("RTA_SPORT", int(flow["sport"])), ("RTA_DPORT", int(flow["dport"]))]
+    # no iif: a packet the namespace itself sends (its source address given), as a host's socket would
+    msg["attrs"] = [("RTA_DST", flow["dst"]), ("RTA_SRC", flow["src"])] + (
+        [("RTA_IIF", index[iif])] if iif is not None else []) + [
+        ("RTA_IP_PROTO", _PROTOCOLS.get(flow.get("proto") or "tcp", 6)),
+        ("RTA_SPORT", int(flow["sport"])), ("RTA_DPORT", int(flow["dport"]))]
     from pyroute2.netlink import NLM_F_REQUEST
 
     status = getattr(ipr, "status", None)

@@ -5,6 +5,13 @@
 doc_fragments/fabric.py), ``validate`` (leaves with their subnet and gateway, spines, hosts with their leaf and port,
 the leaf-spine links with their /31 addresses, every switch's sysctls), the links by name (``link_table``) and the
 shapers every port gets. Pure data: no netlink, no namespace; the controller reads it too (``plugin_utils/_fabric``).
+
+Three shapes, all from the same description: a 2-tier leaf-spine (every leaf linked to every spine); a 3-tier Clos
+(leaves and spines in ``pod``s, a leaf linked to its pod's spines, each spine to the ``superspines`` of its plane: a
+superspine of ``plane`` k above the k-th spine of every pod, one without a plane above every spine); a rail-optimized
+fabric (the leaves are rails; a host's NICs are hosts of one ``machine``, each on its rail, and with ``relay`` each
+NIC joined to its machine's other NICs by an in-host link it forwards over: a flow to another rail crosses to its
+machine's NIC on that rail and takes the rail alone, as NCCL's PXN does over NVLink).
 """
 
 from __future__ import annotations
@@ -17,17 +24,24 @@ from .._netns_enter import valid_name
 from .._units import UnitError, format_rate, parse_rate
 
 __all__ = ["FABRIC_ARGS", "FabricError", "HASHES", "BRIDGE", "PORT_BUCKETS", "fabric_params", "link_names",
-           "link_table", "shapers", "validate"]
+           "link_table", "relay_hosts", "relay_switch", "shapers", "switches", "validate"]
 
 FABRIC_ARGS = dict(
     leaves=dict(type="list", elements="dict", required=True, options=dict(
         name=dict(type="str", required=True),
         namespace=dict(type="str", required=True),
         gateway=dict(type="str", required=True),
+        pod=dict(type="str"),
     )),
     spines=dict(type="list", elements="dict", default=[], options=dict(
         name=dict(type="str", required=True),
         namespace=dict(type="str", required=True),
+        pod=dict(type="str"),
+    )),
+    superspines=dict(type="list", elements="dict", default=[], options=dict(
+        name=dict(type="str", required=True),
+        namespace=dict(type="str", required=True),
+        plane=dict(type="int"),
     )),
     hosts=dict(type="list", elements="dict", default=[], options=dict(
         name=dict(type="str", required=True),
@@ -36,13 +50,17 @@ FABRIC_ARGS = dict(
         address=dict(type="str", required=True),
         port=dict(type="str"),
         interface=dict(type="str", default="eth0"),
+        machine=dict(type="str"),
     )),
+    relay=dict(type="bool", default=False),
     mtu=dict(type="int", default=9000),
     hash=dict(type="str", default="l4", choices=["l3", "l4"]),
     seed=dict(type="int"),
     link_subnet=dict(type="str", default="198.19.0.0/16"),
     host_rate=dict(type="str"),
     uplink_rate=dict(type="str"),
+    superspine_rate=dict(type="str"),
+    relay_rate=dict(type="str"),
 )
 
 
@@ -77,6 +95,10 @@ def link_names(leaf_index, spine_index):
     return "s%d" % spine_index, "l%d" % leaf_index
 
 
+def _pod(value):
+    return None if value in (None, "") else str(value)
+
+
 def validate(params):
     """The normalised fabric: leaves (with subnet and gateway), spines, hosts (with leaf and port), links with their
     /31 addresses, the sysctls of every switch. Every error names the parameter and the fix."""
@@ -106,15 +128,37 @@ def validate(params):
         if gateway.version != 4:
             raise FabricError("%s.gateway: the fabric lab is IPv4 (got %s)" % (where, gateway))
         leaves.append({"name": str(leaf.get("name") or ns), "namespace": ns, "gateway": str(gateway),
-                       "subnet": str(gateway.network), "index": i + 1})
+                       "subnet": str(gateway.network), "index": i + 1, "pod": _pod(leaf.get("pod"))})
     for k, spine in enumerate(params.get("spines") or []):
         ns = _name(spine.get("namespace"), "spines[%d].namespace" % k)
-        spines.append({"name": str(spine.get("name") or ns), "namespace": ns, "index": k + 1})
+        spines.append({"name": str(spine.get("name") or ns), "namespace": ns, "index": k + 1,
+                       "pod": _pod(spine.get("pod"))})
+    supers = []
+    for c, sup in enumerate(params.get("superspines") or []):
+        ns = _name(sup.get("namespace"), "superspines[%d].namespace" % c)
+        plane = sup.get("plane")
+        if plane is not None and (isinstance(plane, bool) or int(plane) < 1):
+            raise FabricError("superspines[%d].plane: %r; give the spine position (1, 2, ...) it stands above in "
+                              "every pod, or none to stand above every spine" % (c, plane))
+        supers.append({"name": str(sup.get("name") or ns), "namespace": ns, "index": c + 1,
+                       "plane": None if plane is None else int(plane)})
+    podded = [x["name"] for x in leaves + spines if x["pod"] is not None]
+    if podded and len(podded) != len(leaves) + len(spines):
+        raise FabricError("pod: %s have a pod and %s not; give every leaf and spine its pod (or none)" % (
+            ", ".join(podded), ", ".join(x["name"] for x in leaves + spines if x["pod"] is None)))
+    if supers and not podded:
+        raise FabricError("superspines: a 3-tier fabric is pods of leaves and spines under superspines; give every "
+                          "leaf and spine its pod")
+    if podded and len({x["pod"] for x in leaves}) > 1 and not supers:
+        raise FabricError("superspines: pods reach each other through superspines; give at least one")
+    for leaf in leaves:
+        if leaf["pod"] is not None and not any(sp["pod"] == leaf["pod"] for sp in spines) and len(leaves) > 1:
+            raise FabricError("leaf %s: its pod %s has no spine" % (leaf["name"], leaf["pod"]))
     if not leaves:
         raise FabricError("leaves: the fabric needs at least one leaf")
     if len(leaves) > 1 and not spines:
         raise FabricError("spines: leaves reach each other through spines; give at least one")
-    for item in leaves + spines:
+    for item in leaves + spines + supers:
         if item["namespace"] in seen:
             raise FabricError("namespace %s is used twice; every switch and host needs its own" % item["namespace"])
         seen.add(item["namespace"])
@@ -155,22 +199,65 @@ def validate(params):
             raise FabricError("%s.port: %s is used twice on leaf %s (names are cut at 15 characters); rename one"
                               % (where, port, leaf["name"]))
         ports.add((leaf["name"], port))
-        hosts.append({"name": str(host.get("name") or ns), "namespace": ns, "leaf": leaf["name"],
-                      "address": str(addr), "port": port, "interface": iface})
+        entry = {"name": str(host.get("name") or ns), "namespace": ns, "leaf": leaf["name"],
+                 "address": str(addr), "port": port, "interface": iface}
+        if host.get("machine") not in (None, ""):
+            entry["machine"] = str(host["machine"])
+        hosts.append(entry)
+    relay = bool(params.get("relay"))
     links = []
     pairs = len(leaves) * len(spines)
-    if pairs * 2 > link_net.num_addresses:
-        raise FabricError("link_subnet: %s holds %d addresses; %d leaf-spine links need %d" % (
-            link_net, link_net.num_addresses, pairs, pairs * 2))
+    machines = {}
+    for host in hosts:
+        if host.get("machine"):
+            machines.setdefault(host["machine"], []).append(host)
+    if relay and not machines:
+        raise FabricError("relay: the in-host relay joins the NICs of one machine; give the hosts their machine")
+    relay_pairs = [(m, a, b) for m, nics in sorted(machines.items()) for a in range(len(nics))
+                   for b in range(a + 1, len(nics))] if relay else []
+    need = 2 * pairs + 2 * len(spines) * len(supers) + 2 * len(relay_pairs)
+    if need > link_net.num_addresses:
+        raise FabricError("link_subnet: %s holds %d addresses; %d %s links need %d" % (
+            link_net, link_net.num_addresses, need // 2, "leaf-spine" if need == 2 * pairs else "routed", need))
     for leaf in leaves:
         for spine in spines:
+            if leaf["pod"] != spine["pod"]:
+                continue
             n = (leaf["index"] - 1) * len(spines) + (spine["index"] - 1)
             leaf_if, spine_if = link_names(leaf["index"], spine["index"])
             links.append({"leaf": leaf["name"], "spine": spine["name"], "leaf_interface": leaf_if,
                           "spine_interface": spine_if, "leaf_address": str(link_net.network_address + 2 * n),
                           "spine_address": str(link_net.network_address + 2 * n + 1)})
+    # a spine's position in its pod: the plane it belongs to
+    position = {}
+    for spine in spines:
+        position[spine["name"]] = 1 + sum(1 for x in spines if x["pod"] == spine["pod"] and x["index"] < spine["index"])
+    uplinks = []
+    for spine in spines:
+        for sup in supers:
+            if sup["plane"] is not None and sup["plane"] != position[spine["name"]]:
+                continue
+            n = 2 * pairs + 2 * ((spine["index"] - 1) * len(supers) + (sup["index"] - 1))
+            uplinks.append({"spine": spine["name"], "superspine": sup["name"], "spine_interface": "u%d" % sup["index"],
+                            "super_interface": "p%d" % spine["index"],
+                            "spine_address": str(link_net.network_address + n),
+                            "super_address": str(link_net.network_address + n + 1)})
+    for sup in supers:
+        if not any(u["superspine"] == sup["name"] for u in uplinks):
+            raise FabricError("superspines: %s (plane %s) stands above no spine; no pod has %s spines" % (
+                sup["name"], sup["plane"], sup["plane"]))
+    relays = []
+    base = 2 * pairs + 2 * len(spines) * len(supers)
+    for k, (machine, a, b) in enumerate(relay_pairs):
+        one, two = machines[machine][a], machines[machine][b]
+        if one["leaf"] == two["leaf"]:
+            raise FabricError("relay: %s and %s of machine %s are on one leaf %s; a rail-optimized machine has one NIC "
+                              "per rail" % (one["name"], two["name"], machine, one["leaf"]))
+        relays.append({"machine": machine, "a": one["name"], "b": two["name"], "a_interface": "x%d" % (b + 1),
+                       "b_interface": "x%d" % (a + 1), "a_address": str(link_net.network_address + base + 2 * k),
+                       "b_address": str(link_net.network_address + base + 2 * k + 1)})
     rates = {}
-    for key in ("host_rate", "uplink_rate"):
+    for key in ("host_rate", "uplink_rate", "superspine_rate", "relay_rate"):
         if params.get(key):
             try:
                 rates[key] = format_rate(parse_rate(params[key], key, minimum=1000))
@@ -185,9 +272,30 @@ def validate(params):
         sysctls["net.ipv4.fib_multipath_hash_fields"] = fields
     if seed is not None:
         sysctls["net.ipv4.fib_multipath_hash_seed"] = int(seed)
-    return {"leaves": leaves, "spines": spines, "hosts": hosts, "links": links, "mtu": mtu, "hash": hash_name,
+    if not rates["superspine_rate"]:
+        rates["superspine_rate"] = rates["uplink_rate"]
+    return {"leaves": leaves, "spines": spines, "superspines": supers, "hosts": hosts, "links": links,
+            "uplinks": uplinks, "relays": relays, "mtu": mtu, "hash": hash_name,
             "seed": None if seed is None else int(seed), "sysctls": sysctls, "host_rate": rates["host_rate"],
-            "uplink_rate": rates["uplink_rate"]}
+            "uplink_rate": rates["uplink_rate"], "superspine_rate": rates["superspine_rate"],
+            "relay_rate": rates["relay_rate"]}
+
+
+def switches(topo):
+    """Every switch of the fabric: leaves, spines, superspines."""
+    return topo["leaves"] + topo["spines"] + topo.get("superspines", [])
+
+
+def relay_switch(host):
+    """The name a relaying NIC's relay ports are snapshotted under (``m1r1.relay``): its host's own counters keep the
+    host's name."""
+    return "%s.relay" % host
+
+
+def relay_hosts(topo):
+    """The hosts that forward over an in-host relay link (their names), in the fabric's order."""
+    names = {r["a"] for r in topo.get("relays") or []} | {r["b"] for r in topo.get("relays") or []}
+    return [h for h in topo["hosts"] if h["name"] in names]
 
 
 def shapers(topo):
@@ -195,7 +303,7 @@ def shapers(topo):
     (a leaf's uplinks and a spine's links at uplink_rate; a leaf's host port toward its host, and what the host sends
     into it through an ifb, at host_rate)."""
     out = []
-    ns_of = {x["name"]: x["namespace"] for x in topo["leaves"] + topo["spines"]}
+    ns_of = {x["name"]: x["namespace"] for x in switches(topo) + topo["hosts"]}
     if topo.get("uplink_rate"):
         for lk in topo["links"]:
             out.append((ns_of[lk["leaf"]], lk["leaf_interface"], "egress", topo["uplink_rate"]))
@@ -204,6 +312,14 @@ def shapers(topo):
         for host in topo["hosts"]:
             out.append((ns_of[host["leaf"]], host["port"], "egress", topo["host_rate"]))
             out.append((ns_of[host["leaf"]], host["port"], "ingress", topo["host_rate"]))
+    if topo.get("superspine_rate"):
+        for up in topo.get("uplinks") or []:
+            out.append((ns_of[up["spine"]], up["spine_interface"], "egress", topo["superspine_rate"]))
+            out.append((ns_of[up["superspine"]], up["super_interface"], "egress", topo["superspine_rate"]))
+    if topo.get("relay_rate"):
+        for r in topo.get("relays") or []:
+            out.append((ns_of[r["a"]], r["a_interface"], "egress", topo["relay_rate"]))
+            out.append((ns_of[r["b"]], r["b_interface"], "egress", topo["relay_rate"]))
     return out
 
 
@@ -230,4 +346,18 @@ def link_table(topo):
                                                       "tier": "host"}
         out[link_name(host["leaf"], host["name"])] = {"switch": host["leaf"], "interface": host["port"],
                                                       "rate": topo.get("host_rate"), "tier": "host"}
+    for up in topo.get("uplinks") or []:
+        rate = topo.get("superspine_rate")
+        out[link_name(up["spine"], up["superspine"])] = {"switch": up["spine"], "interface": up["spine_interface"],
+                                                         "rate": rate, "tier": "superuplink"}
+        out[link_name(up["superspine"], up["spine"])] = {"switch": up["superspine"],
+                                                         "interface": up["super_interface"], "rate": rate,
+                                                         "tier": "superdownlink"}
+    for r in topo.get("relays") or []:
+        # an in-host link is counted where it is sent: the NIC's namespace, its relay port (its snapshot named
+        # relay_switch(host), apart from the host's own counters)
+        out[link_name(r["a"], r["b"])] = {"switch": relay_switch(r["a"]), "interface": r["a_interface"],
+                                          "rate": topo.get("relay_rate"), "tier": "relay"}
+        out[link_name(r["b"], r["a"])] = {"switch": relay_switch(r["b"]), "interface": r["b_interface"],
+                                          "rate": topo.get("relay_rate"), "tier": "relay"}
     return out

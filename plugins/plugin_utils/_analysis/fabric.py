@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.aifabric.lab.plugins.module_utils._link import Link
 from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_rate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.balance import load_balance
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.ecmp import expected_slowdown
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import ideal_completions, simulate
@@ -27,7 +28,7 @@ __all__ = ["analyze_fabric", "PROOF_BELOW", "PROOF_ABOVE", "PROOF_EMPTY"]
 PROOF_BELOW = 0.01
 PROOF_ABOVE = 0.05
 PROOF_EMPTY = 0.05
-_FABRIC_TIERS = ("uplink", "downlink")
+_FABRIC_TIERS = ("uplink", "downlink", "superuplink", "superdownlink")
 
 
 def _label(flow, stream, streams):
@@ -172,6 +173,7 @@ def analyze_fabric(report, step, model):
                     "disagreements": disagreements}
     loads = [len(e["flows"]) for e in out["links"] if e["tier"] == "uplink"]
     out["worst_uplink_load"] = max(loads, default=0)
+    out["load_balance"] = load_balance(out["links"])
     answer, why = _ideal(step, info, model)
     if answer:
         ideal, out["what_if"] = answer

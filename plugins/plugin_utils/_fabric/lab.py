@@ -6,6 +6,11 @@ kernel's lookups put each flow, and the placements that spread them.
 
 The inventory (``inventories/fabric``) names the switches in groups ``leaves`` and ``spines``; each leaf its
 ``lab_subnet`` (its hosts' gateway is the subnet's last address); each host its ``lab_leaf`` and ``lab_address``.
+A 3-tier Clos (``inventories/fabric-3tier``) adds group ``superspines`` (each its ``lab_plane``: the spine position
+it stands above in every pod) and gives every leaf and spine its ``lab_pod``; a rail-optimized fabric
+(``inventories/fabric-rails``) makes the leaves rails and each NIC a host with its ``lab_machine``, and
+``lab_rail_relay: true`` joins a machine's NICs by in-host links (``lab_relay_rate``). ``lab_superspine_rate`` is the
+spine-superspine links' rate (default ``lab_uplink_rate``): rates per tier are how a fabric is oversubscribed.
 
 A flow's five-tuple is ours to choose: the plan gives every stream of every flow a source port, drawn per step
 without replacement from ``FIRST_PORT``-``LAST_PORT`` (below Linux's ephemeral range, so that no connection the kernel
@@ -22,8 +27,13 @@ import dataclasses
 import ipaddress
 import random
 
-from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import PORT_BUCKETS, link_table, validate
-from ansible_collections.aifabric.lab.plugins.module_utils._link import link_name
+from ansible_collections.aifabric.lab.plugins.module_utils._fabric.spec import (
+    PORT_BUCKETS,
+    FabricError,
+    link_table,
+    validate,
+)
+from ansible_collections.aifabric.lab.plugins.module_utils._link import Link, link_name
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._inventory import InventoryError, lab_address
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Stream
@@ -70,6 +80,14 @@ def fabric_topology(groups, hostvars, prefix="aff-", hash_name="l4", seed=None, 
         subnets[leaf] = net
         out_leaves.append({"name": leaf, "namespace": prefix + leaf,
                            "gateway": "%s/%d" % (net.broadcast_address - 1, net.prefixlen)})
+    pods = {}
+    for name in leaves + spines:
+        pod = (hostvars.get(name) or {}).get("lab_pod")
+        if pod not in (None, ""):
+            pods[name] = str(pod)
+    if pods:
+        for item in out_leaves:
+            item["pod"] = pods.get(item["name"])
     hosts, seen = [], set()
     for group in hosts_groups:
         for host in groups.get(group) or []:
@@ -84,14 +102,43 @@ def fabric_topology(groups, hostvars, prefix="aff-", hash_name="l4", seed=None, 
                 ip = lab_address(hostvars, host, subnets[leaf])
             except InventoryError as exc:
                 raise FabricLabError("%s (leaf %s's lab_subnet)" % (exc, leaf)) from None
-            hosts.append({"name": host, "namespace": prefix + host, "leaf": leaf,
-                          "address": "%s/%d" % (ip, subnets[leaf].prefixlen)})
+            entry = {"name": host, "namespace": prefix + host, "leaf": leaf,
+                     "address": "%s/%d" % (ip, subnets[leaf].prefixlen)}
+            machine = (hostvars.get(host) or {}).get("lab_machine")
+            if machine not in (None, ""):
+                entry["machine"] = str(machine)
+            hosts.append(entry)
     if hash_name not in ("l3", "l4"):
         raise FabricLabError("fabric hash: %r; use l3 (addresses) or l4 (the five-tuple)" % (hash_name,))
-    return {"leaves": out_leaves, "spines": [{"name": s, "namespace": prefix + s} for s in spines],
-            "hosts": hosts, "mtu": int(mtu), "hash": hash_name, "seed": None if seed in (None, "") else int(seed),
-            "host_rate": _rate(host_rate, "lab_line_rate") if host_rate else None,
-            "uplink_rate": _rate(uplink_rate, "lab_uplink_rate") if uplink_rate else None}
+    out = {"leaves": out_leaves, "spines": [dict({"name": s, "namespace": prefix + s},
+                                                 **({"pod": pods.get(s)} if pods else {})) for s in spines],
+           "hosts": hosts, "mtu": int(mtu), "hash": hash_name, "seed": None if seed in (None, "") else int(seed),
+           "host_rate": _rate(host_rate, "lab_line_rate") if host_rate else None,
+           "uplink_rate": _rate(uplink_rate, "lab_uplink_rate") if uplink_rate else None}
+    # the other shapes' keys only when the inventory has them: a 2-tier fabric's description stays as it was
+    fabric_vars = hostvars.get(leaves[0]) or {}
+    supers = list(groups.get("superspines") or [])
+    if supers:
+        out["superspines"] = []
+        for name in supers:
+            plane = (hostvars.get(name) or {}).get("lab_plane")
+            try:
+                plane = None if plane in (None, "") else int(plane)
+            except (TypeError, ValueError):
+                raise FabricLabError("superspine %s: lab_plane %r is not a spine position (1, 2, ...)"
+                                     % (name, plane)) from None
+            out["superspines"].append({"name": name, "namespace": prefix + name, "plane": plane})
+        rate = fabric_vars.get("lab_superspine_rate")
+        out["superspine_rate"] = _rate(rate, "lab_superspine_rate") if rate else out["uplink_rate"]
+    if fabric_vars.get("lab_rail_relay") in (True, "true", "True", "yes", 1):
+        out["relay"] = True
+        rate = fabric_vars.get("lab_relay_rate")
+        out["relay_rate"] = _rate(rate, "lab_relay_rate") if rate else None
+    try:
+        validate(dict(out, seed=None))
+    except FabricError as exc:
+        raise FabricLabError("the inventory's fabric: %s" % exc) from None
+    return out
 
 
 def host_leaves(fabric):
@@ -101,12 +148,58 @@ def host_leaves(fabric):
 def equal_cost_paths(fabric, src, dst):
     """Every path of least hops from host ``src`` to host ``dst`` (lists of link names, as fabric_paths_info names
     them)."""
+    if fabric.get("superspines") or fabric.get("relay"):
+        return _shortest_paths(fabric, src, dst)
     leaf = host_leaves(fabric)
     a, b = leaf[src], leaf[dst]
     if a == b:
         return [[link_name(src, a), link_name(a, dst)]]
     return [[link_name(src, a), link_name(a, s["name"]), link_name(s["name"], b), link_name(b, dst)]
             for s in fabric["spines"]]
+
+
+def _shortest_paths(fabric, src, dst):
+    """Every path of least hops from ``src`` to ``dst`` over the fabric's links (a 3-tier Clos, or rails with the
+    in-host relay), hosts forwarding only over relay links, in the links' order: what the fabric's routes give (each
+    switch routes a subnet through all its next hops on a shortest path, and only those)."""
+    links = fabric_links(fabric)
+    hosts = {h["name"] for h in fabric["hosts"]}
+    out_of = {}
+    for name, info in links.items():
+        a, b = Link.parse(name)
+        out_of.setdefault(a, []).append((b, name, info.get("tier")))
+    # distances to dst, backwards; a host is passed through only when it was entered by a relay link (it forwards
+    # what its machine's other NICs hand it, nothing else)
+    def usable(b, tier):
+        return b not in hosts or b == dst or tier == "relay"
+
+    into = {}
+    for a, nexts in out_of.items():
+        for b, _name, tier in nexts:
+            into.setdefault(b, []).append((a, tier))
+    dist, frontier = {dst: 0}, [dst]
+    while frontier:
+        nxt = []
+        for b in frontier:
+            for a, tier in into.get(b, []):
+                if a not in dist and usable(b, tier):
+                    dist[a] = dist[b] + 1
+                    nxt.append(a)
+        frontier = nxt
+    if src not in dist:
+        raise FabricLabError("no path from %s to %s in the fabric" % (src, dst))
+    paths = []
+
+    def walk(node, path):
+        if node == dst:
+            paths.append(path)
+            return
+        for b, name, tier in out_of.get(node, []):
+            if dist.get(b) == dist[node] - 1 and usable(b, tier):
+                walk(b, path + [name])
+
+    walk(src, [])
+    return paths
 
 
 def assign_ports(steps, flows_of_step, placement="hash", seed=0, buckets=PORT_BUCKETS):

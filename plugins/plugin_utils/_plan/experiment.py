@@ -400,8 +400,13 @@ def _fabric_spec(given, fabric, engine):
         raise ExperimentError("experiment.fabric.placement: %r; use hash (the hash decides, as with any ephemeral "
                               "port) or spread (source ports chosen so that the flows spread)" % (spec["placement"],))
     return FabricPlan(hash=spec["hash"], seed=spec["seed"], placement=spec["placement"], port_seed=spec["port_seed"],
-                      topology={key: fabric.get(key) for key in ("leaves", "spines", "hosts", "mtu", "host_rate",
-                                                                 "uplink_rate")})
+                      topology=dict({key: fabric.get(key) for key in ("leaves", "spines", "hosts", "mtu", "host_rate",
+                                                                      "uplink_rate")},
+                                    # a 3-tier Clos's and a rail fabric's parts, when it has them
+                                    **{key: fabric[key] for key in _SHAPE_KEYS if key in fabric}))
+
+
+_SHAPE_KEYS = ("superspines", "superspine_rate", "relay", "relay_rate")
 
 
 def _peers(plan_rounds, host):

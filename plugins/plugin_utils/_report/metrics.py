@@ -42,6 +42,11 @@ METRICS = {
                                          "verdict: the counters' sentence)"),
     "aifabric_step_counters_errors": ("", "error counters' increase over the step, summed per host"),
     "aifabric_step_counters_congestion": ("", "congestion counters' increase over the step, summed per host"),
+    "aifabric_step_fabric_mmr_ratio": ("ratio", "the max-mean ratio of a set of parallel fabric links (label set: "
+                                       "leaf1->* or *->leaf2; by: flows or bytes; draft-calabria-bmwg-ai-fabric-"
+                                       "training-bench 8.4)"),
+    "aifabric_step_fabric_jfi_ratio": ("ratio", "Jain's fairness index (sum x)^2 / (N sum x^2) of a set of parallel "
+                                       "fabric links (labels as the MMR's)"),
     "aifabric_worker_completion_seconds": ("seconds", "a worker's completion, from the common start instant"),
     "aifabric_worker_idle_ratio": ("ratio", "a worker's idle share of the step"),
     "aifabric_worker_goodput_bits_per_second": ("bits_per_second", "a worker's goodput"),
@@ -167,6 +172,11 @@ def metrics_text(report):
             fam.add("aifabric_step_idle_worker_seconds", labels, s.get("idle_worker_seconds"))
             if s.get("aggregate_gbps") is not None:
                 fam.add("aifabric_step_goodput_bits_per_second", labels, round(s["aggregate_gbps"] * 1e9, 3))
+        for lb_set in ((s.get("fabric") or {}).get("load_balance") or {}).get("sets") or []:
+            for by in ("flows", "bytes"):
+                ll = dict(labels, set=lb_set["set"], by=by)
+                fam.add("aifabric_step_fabric_mmr_ratio", ll, lb_set.get(by + "_mmr"))
+                fam.add("aifabric_step_fabric_jfi_ratio", ll, lb_set.get(by + "_jfi"))
         straggler = s.get("straggler")
         if straggler:  # a job's straggler is {host, cause}: who was waited for most, not a completion
             fam.add("aifabric_step_straggler_seconds", dict(labels, host=straggler["host"]),

@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fabrics for the simulator: ``leaf_spine`` and ``fat_tree`` build topologies (links named ``h1->leaf1``,
-``leaf1->spine2``...) that give, for a host pair, its equal-cost paths, by name for a few flows and as index arrays
-(CSR, for ``simulate_arrays``) for a million."""
+"""Fabrics for the simulator: ``leaf_spine``, ``fat_tree``, ``clos3`` (pods of leaf-spine under superspines) and
+``rail_optimized`` (hosts with R NICs, NIC r on rail leaf r, spines above the rails, optionally PXN's in-host relay)
+build topologies (links named ``h1->leaf1``, ``leaf1->spine2``...) that give, for a host pair, its equal-cost paths,
+by name for a few flows and as index arrays (CSR, for ``simulate_arrays``) for a million. Each tier's link rate is its
+own, so a fabric is oversubscribed by its rates (``oversubscription``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._link import link_nam
 
 from .solver import SimulationError, csr_ptr, need_numpy, np
 
-__all__ = ["Fabric", "leaf_spine", "fat_tree"]
+__all__ = ["Fabric", "leaf_spine", "fat_tree", "clos3", "rail_optimized"]
 
 # --- fabrics -------------------------------------------------------------------------------------------------------
 
@@ -40,6 +42,7 @@ class Fabric:
 
     kind = "fabric"
     nonblocking = False
+    oversubscription = None  # per tier: the rate its switches take in from below over the rate they send up
 
     def __init__(self, hosts, link_names, capacity, width):
         self.hosts = hosts
@@ -145,6 +148,7 @@ class _LeafSpine(Fabric):
         capacity = np.concatenate([np.full(2 * n, host_rate), np.full(2 * leaves * spines, uplink_rate)])
         super().__init__(hosts, names, capacity, 4)
         self.nonblocking = spines * uplink_rate >= hosts_per_leaf * host_rate
+        self.oversubscription = {"leaf": hosts_per_leaf * host_rate / (spines * uplink_rate)}
 
     def _count(self, src, dst):
         same = src // self.per_leaf == dst // self.per_leaf
@@ -184,6 +188,7 @@ class _FatTree(Fabric):
         capacity = np.concatenate([np.full(2 * n, host_rate), np.full(4 * edges * half, fabric_rate)])
         super().__init__(hosts, names, capacity, 6)
         self.nonblocking = fabric_rate >= host_rate
+        self.oversubscription = {"edge": host_rate / fabric_rate, "aggregation": 1.0}
 
     def _count(self, src, dst):
         half = self.half
@@ -213,6 +218,117 @@ class _FatTree(Fabric):
         return grid
 
 
+class _Clos3(Fabric):
+    kind = "3-tier Clos"
+
+    def __init__(self, pods, leaves, spines, supers, per_leaf, host_rate, uplink_rate, super_rate):
+        self.pods, self.leaves, self.spines, self.supers, self.per_leaf = pods, leaves, spines, supers, per_leaf
+        n = pods * leaves * per_leaf
+        hosts = ["h%d" % (h + 1) for h in range(n)]
+        leaf = ["leaf%d.%d" % (x // leaves + 1, x % leaves + 1) for x in range(pods * leaves)]
+        spine = ["spine%d.%d" % (x // spines + 1, x % spines + 1) for x in range(pods * spines)]
+        sup = ["super%d.%d" % (x // supers + 1, x % supers + 1) for x in range(spines * supers)]  # plane s: s*S + c
+        names = [link_name(hosts[h], leaf[h // per_leaf]) for h in range(n)]
+        names += [link_name(leaf[h // per_leaf], hosts[h]) for h in range(n)]
+        # pod p's leaf l to its spine s: (p * leaves + l) * spines + s, both ways
+        pairs = [(p * leaves + lf, p * spines + sp) for p in range(pods) for lf in range(leaves)
+                 for sp in range(spines)]
+        names += [link_name(leaf[a], spine[b]) for a, b in pairs]
+        names += [link_name(spine[b], leaf[a]) for a, b in pairs]
+        # pod p's spine s (plane s) to superspine c of its plane: (p * spines + s) * supers + c, both ways
+        ups = [(x, (x % spines) * supers + c) for x in range(pods * spines) for c in range(supers)]
+        names += [link_name(spine[a], sup[b]) for a, b in ups]
+        names += [link_name(sup[b], spine[a]) for a, b in ups]
+        capacity = np.concatenate([np.full(2 * n, host_rate), np.full(2 * len(pairs), uplink_rate),
+                                   np.full(2 * len(ups), super_rate)])
+        super().__init__(hosts, names, capacity, 6)
+        self.oversubscription = {"leaf": per_leaf * host_rate / (spines * uplink_rate),
+                                 "spine": leaves * uplink_rate / (supers * super_rate)}
+        self.nonblocking = all(v <= 1 for v in self.oversubscription.values())
+
+    def _count(self, src, dst):
+        ls, ld = src // self.per_leaf, dst // self.per_leaf
+        ps, pd = ls // self.leaves, ld // self.leaves
+        return np.where(ls == ld, 1, np.where(ps == pd, self.spines, self.spines * self.supers))
+
+    def _grid(self, src, dst, choice):
+        n, lv, sp, su = len(self.hosts), self.leaves, self.spines, self.supers
+        pairs = self.pods * lv * sp
+        ups = self.pods * sp * su
+        base_ls, base_sl = 2 * n, 2 * n + pairs
+        base_ss, base_ds = 2 * n + 2 * pairs, 2 * n + 2 * pairs + ups
+        ls, ld = src // self.per_leaf, dst // self.per_leaf
+        ps, pd = ls // lv, ld // lv
+        grid = np.full((src.size, 6), -1, dtype=np.int64)
+        grid[:, 0] = src
+        grid[:, 5] = n + dst
+        pod = (ls != ld) & (ps == pd)
+        s = choice[pod]
+        grid[pod, 1] = base_ls + ls[pod] * sp + s
+        grid[pod, 4] = base_sl + ld[pod] * sp + s
+        far = ps != pd
+        s, c = choice[far] // su, choice[far] % su
+        grid[far, 1] = base_ls + ls[far] * sp + s
+        grid[far, 2] = base_ss + (ps[far] * sp + s) * su + c
+        grid[far, 3] = base_ds + (pd[far] * sp + s) * su + c
+        grid[far, 4] = base_sl + ld[far] * sp + s
+        return grid
+
+
+class _Rails(Fabric):
+    kind = "rail-optimized fabric"
+
+    def __init__(self, hosts, rails, spines, host_rate, uplink_rate, relay_rate):
+        self.host_count, self.rails, self.spines, self.relay = hosts, rails, spines, relay_rate is not None
+        e = hosts * rails  # endpoints: host h's NIC r is h * rails + r
+        ends = ["h%d.r%d" % (x // rails + 1, x % rails + 1) for x in range(e)]
+        rail = ["rail%d" % (r + 1) for r in range(rails)]
+        names = [link_name(ends[x], rail[x % rails]) for x in range(e)]
+        names += [link_name(rail[x % rails], ends[x]) for x in range(e)]
+        names += [link_name(rail[r], "spine%d" % (k + 1)) for r in range(rails) for k in range(spines)]
+        names += [link_name("spine%d" % (k + 1), rail[r]) for r in range(rails) for k in range(spines)]
+        parts = [np.full(2 * e, host_rate), np.full(2 * rails * spines, uplink_rate)]
+        if self.relay:
+            # host h's in-host link from NIC a to NIC b (a != b): h * R * (R - 1) + a * (R - 1) + (b - (b > a))
+            names += [link_name(ends[h * rails + a], ends[h * rails + b]) for h in range(hosts) for a in range(rails)
+                      for b in range(rails) if a != b]
+            parts.append(np.full(hosts * rails * (rails - 1), relay_rate))
+        super().__init__(ends, names, np.concatenate(parts), 4)
+        self.oversubscription = {"rail": hosts * host_rate / (spines * uplink_rate)}
+        # with the relay, a flow's first link is another NIC's in-host link: the hose is not its ideal
+        self.nonblocking = not self.relay and self.oversubscription["rail"] <= 1
+
+    def _count(self, src, dst):
+        same_rail = src % self.rails == dst % self.rails
+        if self.relay:
+            return np.ones_like(src)
+        return np.where(same_rail, 1, self.spines)
+
+    def _grid(self, src, dst, choice):
+        e, rails, spines = len(self.hosts), self.rails, self.spines
+        rs, rd = src % rails, dst % rails
+        hs = src // rails
+        grid = np.full((src.size, 4), -1, dtype=np.int64)
+        same = rs == rd
+        grid[same, 0] = src[same]
+        grid[same, 1] = (e + dst)[same]
+        cross = ~same
+        if self.relay:
+            relay = 2 * e + 2 * rails * spines + hs * rails * (rails - 1) + rs * (rails - 1) + rd - (rd > rs)
+            local = cross & (hs == dst // rails)  # to another NIC of its own host: the in-host link alone
+            grid[local, 0] = relay[local]
+            far = cross & ~local  # relayed to its own NIC on the destination's rail, then that rail alone
+            grid[far, 0] = relay[far]
+            grid[far, 1] = (hs * rails + rd)[far]
+            grid[far, 2] = (e + dst)[far]
+        else:
+            grid[cross, 0] = src[cross]
+            grid[cross, 1] = (2 * e + rs * spines + choice)[cross]
+            grid[cross, 2] = (2 * e + rails * spines + rd * spines + choice)[cross]
+            grid[cross, 3] = (e + dst)[cross]
+        return grid
+
+
 def leaf_spine(leaves, spines, hosts_per_leaf, host_rate, uplink_rate):
     """A two-tier leaf-spine fabric: every leaf linked to every spine; hosts ``h1..``, leaves ``leaf1..``, spines
     ``spine1..``; directed links ``h1->leaf1``, ``leaf1->h1``, ``leaf1->spine2``, ``spine2->leaf1`` at ``host_rate``
@@ -234,3 +350,36 @@ def fat_tree(k, host_rate, fabric_rate=None):
     k = _count(k, "k", minimum=2, even=True)
     host_rate = _rate(host_rate, "host_rate")
     return _FatTree(k, host_rate, host_rate if fabric_rate is None else _rate(fabric_rate, "fabric_rate"))
+
+
+def clos3(pods, leaves_per_pod, spines_per_pod, superspines, hosts_per_leaf, host_rate, uplink_rate,
+          superspine_rate=None):
+    """A three-tier Clos: ``pods`` pods, each a leaf-spine of ``leaves_per_pod`` leaves ``leafP.L`` and
+    ``spines_per_pod`` spines ``spineP.S``; spine S of every pod (plane S) linked to the ``superspines`` of its plane,
+    ``superS.C``; ``hosts_per_leaf`` hosts ``h1..`` under each leaf. Rates per tier: host links ``host_rate``,
+    leaf-spine ``uplink_rate``, spine-superspine ``superspine_rate`` (default ``uplink_rate``), bit/s: a tier whose
+    links carry less than the tier below can send is oversubscribed (``oversubscription``: per tier, what comes in
+    from below over what goes up). Equal-cost paths: 1 under one leaf, ``spines_per_pod`` within a pod (path ``s``:
+    spine ``s + 1``), ``spines_per_pod * superspines`` across pods (path ``i``: plane ``i // superspines + 1``,
+    superspine ``i % superspines + 1``). ``fat_tree(k)`` is ``clos3(k, k/2, k/2, k/2, k/2, ...)``, named otherwise."""
+    need_numpy()
+    host_rate = _rate(host_rate, "host_rate")
+    uplink_rate = _rate(uplink_rate, "uplink_rate")
+    return _Clos3(_count(pods, "pods"), _count(leaves_per_pod, "leaves_per_pod"),
+                  _count(spines_per_pod, "spines_per_pod"), _count(superspines, "superspines"),
+                  _count(hosts_per_leaf, "hosts_per_leaf"), host_rate, uplink_rate,
+                  uplink_rate if superspine_rate is None else _rate(superspine_rate, "superspine_rate"))
+
+
+def rail_optimized(hosts, rails, spines, host_rate, uplink_rate, relay_rate=None):
+    """A rail-optimized fabric: ``hosts`` hosts of ``rails`` NICs each (endpoints ``h1.r1``, ``h1.r2``...: a GPU and
+    its NIC), NIC r of every host on rail leaf ``rail<r>``, every rail leaf linked to every spine ``spine1..``. Host
+    links at ``host_rate``, rail-spine links at ``uplink_rate`` (``oversubscription``: a rail's hosts over its
+    uplinks). Same rail: one path, through the rail leaf alone; across rails: ``spines`` paths (path ``k`` through
+    spine ``k + 1``). ``relay_rate`` (bit/s; None: no relay) joins each host's NICs by in-host links ``h1.r1->h1.r2``
+    (NVLink, as NCCL's PXN uses it): a flow to another rail first crosses to its own host's NIC on the destination's
+    rail, then takes that rail alone (one path, no spine); to another NIC of its own host, the in-host link alone."""
+    need_numpy()
+    return _Rails(_count(hosts, "hosts"), _count(rails, "rails"), _count(spines, "spines"),
+                  _rate(host_rate, "host_rate"), _rate(uplink_rate, "uplink_rate"),
+                  None if relay_rate is None else _rate(relay_rate, "relay_rate"))

@@ -188,6 +188,22 @@ def test_a_collision_is_named_predicted_and_proved():
     text = render_text(report)
     assert "leaf1->spine1    2 flows, predicted 0.993 Gb/s" in text
     assert "proved by the counters: every one of" in text
+    # load balance: leaf1's uplinks carry 2 and 0 elephants: mean 1, MMR 2; JFI (2 + 0)^2 / (2 * (4 + 0)) = 0.5.
+    # leaf2's carry 1 and 1 (w3 by spine1, w4 by spine2): MMR 1, JFI 1. By bytes: leaf1->spine1 counted
+    # int(2e9 * 1.007) = 2,013,999,999 (a float), leaf1->spine2 2,000 (no flow): MMR 2,014,000,000 / 1,007,001,000
+    # = 1.999998, JFI 2,014,002,000^2 / (2 * (2,014,000,000^2 + 2,000^2)) = 0.500001
+    lb = {g["set"]: g for g in fab["load_balance"]["sets"]}
+    assert sorted(lb) == ["*->leaf1", "*->leaf2", "leaf1->*", "leaf2->*"]
+    assert lb["leaf1->*"]["links"] == ["leaf1->spine1", "leaf1->spine2"] and lb["leaf1->*"]["flows"] == [2, 0]
+    assert (lb["leaf1->*"]["flows_mmr"], lb["leaf1->*"]["flows_jfi"]) == (2.0, 0.5)
+    assert lb["leaf1->*"]["bytes"] == [2013999999, 2000]
+    assert lb["leaf1->*"]["bytes_mmr"] == pytest.approx(1.999998, abs=1e-6)
+    assert lb["leaf1->*"]["bytes_jfi"] == pytest.approx(0.500001, abs=1e-6)
+    assert (lb["leaf2->*"]["flows_mmr"], lb["leaf2->*"]["flows_jfi"]) == (1.0, 1.0)
+    assert fab["load_balance"]["worst_flows_mmr"] == 2.0 and fab["load_balance"]["lowest_flows_jfi"] == 0.5
+    assert "load balance           worst MMR 2.00 by flows, 2.00 by bytes; lowest JFI 0.50 by flows, 0.50 by bytes" \
+        in text
+    assert "    leaf1->*         2 0                      2.00     0.50      2.00      0.50" in text
 
 
 def test_bytes_on_a_link_the_lookup_did_not_give_are_a_disagreement():

@@ -99,7 +99,12 @@ FULL = {
                "refused_total": 2,
                "counters": {"verdict": "error counters zero", "disagreements": [],
                             "hosts": {"w3": {"errors": {}, "congestion": {"qdisc/eth0/overlimits": 7}}}},
-               "workers": [{"host": "w3", "completion_s": 4.0, "idle_share": 0.0, "gbps": 2.0}]},
+               "workers": [{"host": "w3", "completion_s": 4.0, "idle_share": 0.0, "gbps": 2.0}],
+               # leaf1's uplinks carried 3 and 1 elephants (3 GB and 1 GB): MMR 3 / 2 = 1.5, JFI 16 / (2 * 10) = 0.8
+               "fabric": {"load_balance": {"sets": [
+                   {"set": "leaf1->*", "tier": "uplink", "links": ["leaf1->spine1", "leaf1->spine2"], "flows": [3, 1],
+                    "bytes": [3000000000, 1000000000], "flows_mmr": 1.5, "flows_jfi": 0.8, "bytes_mmr": 1.5,
+                    "bytes_jfi": 0.8}]}}},
               {"step": "job", "kind": "job", "status": "ok", "step_s": 2.0, "predicted_step_s": 1.98,
                "straggler": {"host": "w3", "cause": "its path throttled"},
                "workers": [{"host": "w3", "completion_s": 2.0, "idle_share": 0.0}],
@@ -131,5 +136,9 @@ def test_every_family_is_written_when_its_figure_exists():
     assert samples[("aifabric_job_jct_ratio", job)] == 1.25
     assert samples[("aifabric_job_collective_busbw_bytes_per_second",
                     tuple(sorted(job + (("algorithm", "ring"), ("collective", "0"), ("op", "allreduce")))))] == 0.5e9
+    lb = (("by", "bytes"), ("experiment", "allreduce"), ("kind", "barrier"), ("pattern", "ring"),
+          ("run", "20261201T120000-demo"), ("set", "leaf1->*"), ("step", "allreduce.1"))
+    assert samples[("aifabric_step_fabric_mmr_ratio", lb)] == 1.5
+    assert samples[("aifabric_step_fabric_jfi_ratio", lb)] == 0.8
     # a job's straggler names who was waited for, not a completion: no straggler seconds for it
     assert not [k for k in samples if k[0] == "aifabric_step_straggler_seconds" and ("step", "job") in k[1]]
