@@ -83,7 +83,7 @@ def measured(run_dirs):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--streams", default="1,2,4,8,16")
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
@@ -93,10 +93,10 @@ def main(argv=None):
 
     lab = measured(args.runs)
     print("entropy sweep: %d leaves x %d spines, %d elephants out of each leaf (shift), each split into k streams; "
-          "busiest uplink in elephants' worth (streams on it / k), ideal %.2f" % (LEAVES, SPINES, PER_LEAF,
-                                                                                PER_LEAF / SPINES))
-    print("simulator: %d placements per k, seed %d; measured: %s" % (args.trials, args.seed,
-                                                                  ", ".join(args.runs) or "no run given"))
+          "busiest uplink in elephants' worth (streams on it / k), ideal %.2f"
+          % (LEAVES, SPINES, PER_LEAF, PER_LEAF / SPINES))
+    print("simulator: %d placements per k, seed %d; measured: %s"
+          % (args.trials, args.seed, ", ".join(args.runs) or "no run given"))
     head = ("k", "streams", "formula", "sim load", "sim x ideal", "sim MMR", "sim JFI", "lab load", "lab x ideal",
             "lab MMR", "lab JFI", "lab n")
     print("%3s %8s %8s %9s %11s %8s %8s %9s %11s %8s %8s %5s" % head)

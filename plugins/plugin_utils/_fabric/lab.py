@@ -168,6 +168,7 @@ def _shortest_paths(fabric, src, dst):
     for name, info in links.items():
         a, b = Link.parse(name)
         out_of.setdefault(a, []).append((b, name, info.get("tier")))
+
     # distances to dst, backwards; a host is passed through only when it was entered by a relay link (it forwards
     # what its machine's other NICs hand it, nothing else)
     def usable(b, tier):

@@ -79,8 +79,8 @@ def test_rails_with_the_relay_join_each_machines_nics_and_route_other_rails_thro
     # which no switch routes back): the relay route's preferred source
     assert want[PREFIX + "m1r1"]["prefsrc"] == {"198.18.2.0/24": "198.18.1.11"}
     assert want[PREFIX + "m1r1"]["switch"] is True  # it forwards: the switches' sysctls
-    assert link_table(topo)["m1r1->m1r2"] == {"switch": "m1r1.relay", "interface": "x2", "rate": "10gbit",
-                                             "tier": "relay"}
+    assert link_table(topo)["m1r1->m1r2"] == {
+        "switch": "m1r1.relay", "interface": "x2", "rate": "10gbit", "tier": "relay"}
     # without the relay: plain hosts, every rail crossing through the spine
     plain = validate(rail_params(relay=False))
     assert plain["relays"] == [] and Fabric._wanted(plain)[PREFIX + "m1r1"]["switch"] is False
