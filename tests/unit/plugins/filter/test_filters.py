@@ -58,8 +58,8 @@ def test_the_preflights_arguments_come_from_the_plan():
                            "volume": "1MB"}, GROUPS, rdma, "8gbit", "4200", rdma_device="rxe0")
     w1 = F["preflight_args"](ring, "w1")
     # a ring: w1 sends to w2 and receives from w3; its own RDMA device, the plan's tool
-    assert (w1["peers"], w1["rdma_device"], w1["perftest_tools"]) == (["198.18.0.12", "198.18.0.13"], "rxe1",
-                                                                       ["ib_send_bw"])
+    assert (w1["peers"], w1["rdma_device"], w1["perftest_tools"]) == (
+        ["198.18.0.12", "198.18.0.13"], "rxe1", ["ib_send_bw"])
     assert F["preflight_checks"](ring)["expect"] == {"mtu": 4200, "min_gbps": 8.0, "rdma": True, "perftest": True}
     with pytest.raises(AnsibleFilterError, match="preflight_args: nobody is not a host of this plan"):
         F["preflight_args"](PLAN, "nobody")

@@ -31,8 +31,8 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
     ([{"link": "a->b", "rate": "1gbit"}, {"link": "b->c"}, {"link": "c->d", "rate": "1gbit"}],
      [Hop("a->b", "1gbit")], "host w1: every path hop needs 'link' and 'rate' (got {'link': 'b->c'})"),
     ([{"rate": "1gbit"}], [], "host w1: every path hop needs 'link' and 'rate' (got {'rate': '1gbit'})"),
-    ([{"link": "", "rate": "1gbit"}], [], "host w1: every path hop needs 'link' and 'rate' (got {'link': '', "
-                                         "'rate': '1gbit'})"),
+    ([{"link": "", "rate": "1gbit"}], [],
+     "host w1: every path hop needs 'link' and 'rate' (got {'link': '', 'rate': '1gbit'})"),
     (["a->b"], [], "host w1: every path hop needs 'link' and 'rate' (got 'a->b')"),
 ])
 def test_a_paths_dict_form_is_read_into_hops(path, hops, error):
@@ -90,5 +90,5 @@ def test_the_fabric_labs_streams_become_subflows_of_hops():
         Subflow(sport=40001, share=1.0, path=(Hop("w1->leaf1", "1gbit"), Hop("leaf1->w2", "1gbit")))]
     assert step.flow("w2").subflows[0].path[-1] == Hop("leaf1->w1", "1gbit")
     assert step.as_dict()["flows"][0]["subflows"] == [
-        {"sport": 40001, "share": 1.0, "path": [{"link": "w1->leaf1", "rate": "1gbit"},
-                                                 {"link": "leaf1->w2", "rate": "1gbit"}]}]
+        {"sport": 40001, "share": 1.0,
+         "path": [{"link": "w1->leaf1", "rate": "1gbit"}, {"link": "leaf1->w2", "rate": "1gbit"}]}]
