@@ -91,14 +91,14 @@ options:
     choices: [pcp, dscp]
   dscp_map:
     description:
-      - DSCP value (0..63) to priority (0..7), for example C({26: 3, 48: 6}) (RoCE's AF31 on priority 3, CNPs' CS6 on
-        priority 6). Needs O(trust=dscp).
+      - "DSCP value (0..63) to priority (0..7), for example C({26: 3, 48: 6}) (RoCE's AF31 on priority 3, CNPs' CS6
+        on priority 6). Needs O(trust=dscp)."
       - The DSCP values named are set; the others keep their priority.
     type: dict
   dcbx:
     description:
-      - Where DCBX runs. V(host) lets the host's settings stand (mlx5 switches to host mode on any change anyway);
-        V(firmware) hands DCBX to the NIC's firmware (mlx5 with firmware DCBX only; other drivers refuse it).
+      - Where DCBX runs. V(host) lets the host's settings stand; V(firmware) hands DCBX to the NIC's firmware
+        (mlx5 with firmware DCBX only; other drivers refuse it).
       - Unchanged when omitted.
     type: str
     choices: [host, firmware]
