@@ -445,7 +445,8 @@ def apply(ipr, ifname, changes):
                     back = [("app_add", [], b)]
                 else:
                     back = [(w, a, b)]
-                if not any([_send(ipr, ifname, *step) for step in back]):
+                refusals = [_send(ipr, ifname, *step) for step in back]  # every step tried, even after a refusal
+                if not any(refusals):
                     undone.append(_PARAM[w])
             raise DcbError("%s: %s on %s: %s%s" % (_PARAM[what], changes_text([change])[0], ifname, refused,
                                                    "; put back: %s" % ", ".join(undone) if undone else ""))
