@@ -172,7 +172,8 @@ before:
       description: V(dscp) while the APP table holds DSCP entries, else V(pcp).
       type: str
     dscp_map:
-      description: DSCP value to priority, as the APP table holds it (a list where one value has several).
+      description: DSCP value to priority, as the APP table holds it (a list where one value has several). The keys
+        are the DSCP values (strings once in a registered result).
       type: dict
   sample:
     dcbx: host
@@ -181,7 +182,7 @@ before:
     ets: {ets_cap: 8, tsa: [vendor, vendor, vendor, vendor, vendor, vendor, vendor, vendor],
           bandwidth: [100, 100, 100, 100, 100, 100, 100, 100], prio_tc: [1, 0, 2, 3, 4, 5, 6, 7]}
     trust: dscp
-    dscp_map: {26: 3, 48: 6}
+    dscp_map: {"26": 3, "48": 6}
 after:
   description: The settings after the run, as the NIC reports them (in check mode, as predicted). The same keys as
     RV(before).
