@@ -380,9 +380,9 @@ def changes_text(changes):
             out.append("ets tsa %s bandwidth %s prio_tc %s" % (
                 [TSA_NAMES.get(t, t) for t in after["tc_tsa"]], after["tc_tx_bw"], after["prio_tc"]))
         elif what == "app_add":
-            out.append("dscp map set: %s" % ", ".join("%d->%d" % (a[2], a[1]) for a in after))
+            out.append("dscp map set: %s" % ", ".join("%d:%d" % (a[2], a[1]) for a in after))
         else:
-            out.append("dscp entries removed: %s" % ", ".join("%d->%d" % (a[2], a[1]) for a in before))
+            out.append("dscp entries removed: %s" % ", ".join("%d:%d" % (a[2], a[1]) for a in before))
     return out
 
 

@@ -148,7 +148,7 @@ changes:
   returned: always
   type: list
   elements: str
-  sample: ["pfc priorities none -> [3]", "dscp map set: 26->3, 48->6"]
+  sample: ["pfc priorities none -> [3]", "dscp map set: 26:3, 48:6"]
 before:
   description: The NIC's settings before the run.
   returned: always

@@ -40,7 +40,7 @@ def test_check_apply_check_apply():
     first = run(kernel, check_mode=True, **ROCE)
     assert first["changed"] and kernel.sets == []
     assert first["changes"] == ["dcbx firmware -> host", "pfc priorities none -> [3]",
-                                "dscp map set: 26->3, 48->6"]
+                                "dscp map set: 26:3, 48:6"]
     applied = run(kernel, **ROCE)
     assert applied["changed"] and applied["changes"] == first["changes"]
     # what check mode predicted is what the NIC reports after the change
@@ -154,7 +154,7 @@ def test_trust_dscp_alone_loads_the_default_map_and_pcp_removes_it():
     assert not run(kernel, trust="dscp")["changed"]
     # one value moved: mlx5 replaces the entry, nothing stale is left
     moved = run(kernel, dscp_map={"10": 3})
-    assert moved["changes"] == ["dscp map set: 10->3"] and (5, 3, 10) in kernel.apps and len(kernel.apps) == 64
+    assert moved["changes"] == ["dscp map set: 10:3"] and (5, 3, 10) in kernel.apps and len(kernel.apps) == 64
     back = run(kernel, trust="pcp")
     assert back["changed"] and kernel.apps == [] and kernel.trust == "pcp"
     assert back["after"]["trust"] == "pcp" and not run(kernel, trust="pcp")["changed"]
@@ -165,7 +165,7 @@ def test_a_driver_that_keeps_both_priorities_of_a_dscp_value_is_left_with_the_ne
     kernel.core_apps = True
     kernel.apps = [(5, 1, 10), (5, 3, 26)]
     result = run(kernel, dscp_map={"10": 3})
-    assert result["changes"] == ["dscp map set: 10->3"]
+    assert result["changes"] == ["dscp map set: 10:3"]
     assert sorted(kernel.apps) == [(5, 3, 10), (5, 3, 26)]
     assert not run(kernel, dscp_map={"10": 3})["changed"]
 
