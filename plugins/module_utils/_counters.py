@@ -1,16 +1,29 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One snapshot of the wire's own books: RDMA port counters, hw_counters, netdev statistics, qdisc statistics.
+"""One snapshot of the wire's own books: RDMA port counters, hw_counters, netdev statistics, qdisc statistics, and a
+NIC's own QoS counters from its ethtool statistics.
 
 Readers take ``root=`` so tests hand them fixture trees shaped like real ones. IB ``port_xmit_data`` and
 ``port_rcv_data`` count 4-byte words; the snapshot adds ``port_xmit_bytes``/``port_rcv_bytes`` (x4). ``lifespan`` in
-hw_counters is a setting (how long the kernel caches them, in ms), not a counter, and is left out.
+hw_counters is a setting (how long the kernel caches them, in ms), not a counter, and is left out. The RDMA
+hw_counters hold DCQCN's books on mlx5: ``np_ecn_marked_roce_packets`` (RoCE packets that arrived ECN-marked),
+``np_cnp_sent`` (CNPs this port sent for them) and ``rp_cnp_handled`` (CNPs it received and slowed down for).
+
+Per-priority PFC counters (mlx5: ``rx_prio3_pause``, ``rx_prio3_pause_duration`` in microseconds,
+``rx_prio3_pause_transition``, their ``tx_`` twins; only for the priorities with PFC on) are driver statistics, the
+``ETH_SS_STATS`` string set of ``ethtool -S``. They come through the ethtool ioctl (SIOCETHTOOL: ETHTOOL_GSSET_INFO,
+ETHTOOL_GSTRINGS, ETHTOOL_GSTATS, with pyroute2's ``IoctlEthtool``), because ethtool netlink carries no driver
+statistics: ETHTOOL_MSG_STATS_GET has only the standard groups (IEEE 802.3 PHY, MAC, control, RMON) and
+ETHTOOL_MSG_PAUSE_GET's statistics count link-level pause frames without their priority. Only the QoS counters
+(``QOS_STATS``) are kept of the hundreds mlx5 has.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import time
 
 from . import _rdma_sysfs as _rdma
@@ -68,6 +81,47 @@ def read_netdevs(root="/", names=None):
     return {name: _read_int_dir(os.path.join(base, name, "statistics")) for name in wanted}
 
 
+# mlx5's QoS statistics (en_stats.c: pport_per_prio_pfc, pport_per_prio_traffic, pport_per_tc_congest, the global
+# pause and pause-storm counters; docs: Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst)
+QOS_STATS = re.compile(r"^((rx|tx)_prio[0-7]_(pause|pause_duration|pause_transition|discards|buf_discard|"
+                       r"cong_discard|marked)|(rx|tx)_global_pause(_duration|_transition)?|(rx|tx)_pause_ctrl_phy|"
+                       r"tx_pause_storm_(warning|error)_events|rx_discards_phy)$")
+
+
+class EthtoolError(Exception):
+    """A netdev that has no ethtool statistics; names it."""
+
+
+def _ioctl_ethtool(name):
+    from pyroute2.ethtool.ioctl import IoctlEthtool
+
+    return IoctlEthtool(name)
+
+
+def read_ethtool(names, ethtool=_ioctl_ethtool, keep=QOS_STATS):
+    """``{netdev: {statistic: value}}``, the driver statistics whose names ``keep`` matches. ``ethtool(name)`` gives
+    an object with ``get_statistics()`` (``[(name, value)]``) and ``close()``."""
+    out = {}
+    for name in names:
+        try:
+            handle = ethtool(name)
+        except OSError as exc:
+            raise EthtoolError("ethtool: %s: %s" % (name, os.strerror(exc.errno))) from None
+        try:
+            stats = handle.get_statistics()
+        except Exception as exc:  # pyroute2's NotSupportedError, NoSuchDevice; an OSError
+            code = getattr(exc, "errno", None)
+            reason = {None: "its driver has no ethtool statistics (lo, and other software devices)"}.get(
+                code, os.strerror(code) if isinstance(code, int) else str(exc))
+            if type(exc).__name__ == "NoSuchDevice" or code == errno.ENODEV:
+                reason = "there is no such interface here"
+            raise EthtoolError("ethtool: %s: %s" % (name, reason)) from None
+        finally:
+            handle.close()
+        out[name] = {k: int(v) for k, v in stats if keep.search(k)}
+    return out
+
+
 def read_qdiscs(ipr, names):
     """Root qdisc and class counters of each device, through netlink (the tc_shape module's reader)."""
     from ._tc import Shaper
@@ -75,10 +129,15 @@ def read_qdiscs(ipr, names):
     return {name: Shaper(ipr, name).counters() for name in names}
 
 
-def snapshot(root="/", rdma=None, netdevs=None, qdiscs=None, ipr=None, clock=time.time):
-    """One snapshot. ``rdma``/``netdevs``: lists of names, or None for all; ``qdiscs``: device names (needs ipr)."""
+def snapshot(root="/", rdma=None, netdevs=None, qdiscs=None, ipr=None, clock=time.time, ethtool=None,
+             ethtool_reader=_ioctl_ethtool):
+    """One snapshot. ``rdma``/``netdevs``: lists of names, or None for all; ``qdiscs``: device names (needs ipr);
+    ``ethtool``: netdevs whose QoS statistics to read (the key is there only when asked, so older snapshots compare
+    as before)."""
     taken = clock()
     out = {"taken_at": taken, "rdma": read_rdma(root, rdma), "netdev": read_netdevs(root, netdevs), "qdisc": {}}
     if qdiscs:
         out["qdisc"] = read_qdiscs(ipr, qdiscs)
+    if ethtool:
+        out["ethtool"] = read_ethtool(ethtool, ethtool_reader)
     return out

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from . import _pyroute2
-from ._counters import snapshot
+from ._counters import EthtoolError, snapshot
 from ._tc import ShapeError
 
 
@@ -18,6 +18,7 @@ def module_args():
             rdma_devices=dict(type="list", elements="str"),
             netdevs=dict(type="list", elements="str", default=[]),
             qdiscs=dict(type="list", elements="str", default=[]),
+            ethtool=dict(type="list", elements="str", default=[]),
             label=dict(type="str"),
             interface=dict(type="str"),
             engine=dict(type="str"),
@@ -26,18 +27,19 @@ def module_args():
     )
 
 
-def run_module(module):
+def run_module(module, **readers):
     params = module.params
-    if params["qdiscs"]:
+    if params["qdiscs"] or params["ethtool"]:
         _pyroute2.require_pyroute2(module)
     try:
         if params["qdiscs"]:
             with _pyroute2.IPRoute() as ipr:
                 counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"], qdiscs=params["qdiscs"],
-                                    ipr=ipr)
+                                    ipr=ipr, ethtool=params["ethtool"], **readers)
         else:
-            counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"])
-    except (KeyError, ShapeError) as exc:
+            counters = snapshot(rdma=params["rdma_devices"], netdevs=params["netdevs"], ethtool=params["ethtool"],
+                                **readers)
+    except (KeyError, ShapeError, EthtoolError) as exc:
         module.fail_json(msg=str(exc).strip('"'))
     module.exit_json(changed=False, counters=counters,
                      **{k: params[k] for k in ("label", "interface", "engine") if params[k]})

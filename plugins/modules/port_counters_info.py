@@ -19,12 +19,19 @@ description:
     are added (x4). The driver's C(hw_counters/) are read too; soft-RoCE has only these.
   - Netdev statistics come from C(/sys/class/net/DEV/statistics), and qdisc and class statistics through netlink
     (pyroute2).
+  - "A NIC's QoS counters, for the ports in O(ethtool): per priority the PFC pause frames received and sent and how
+    long they paused (mlx5: C(rx_prio3_pause), C(rx_prio3_pause_duration) in microseconds, C(tx_prio3_pause),
+    C(tx_prio3_pause_duration), C(rx_prio3_pause_transition); only for the priorities with PFC on), link-level pause,
+    pause storms and the per-priority discards and ECN marks. They are driver statistics (C(ethtool -S)), read through
+    the ethtool ioctl with pyroute2: ethtool netlink carries no driver statistics, and its pause statistics have no
+    priority. DCQCN's own books are RDMA hw_counters (read with O(rdma_devices)): C(np_ecn_marked_roce_packets),
+    C(np_cnp_sent), C(rp_cnp_handled)."
   - Compare two snapshots with the C(aifabric.lab.counters_diff) filter, which also gives the verdict (for example
     "all error counters zero").
 author:
   - aifabric.lab contributors (@aifabric)
 requirements:
-  - pyroute2 (for O(qdiscs) only)
+  - pyroute2 (for O(qdiscs) and O(ethtool) only)
 extends_documentation_fragment:
   - aifabric.lab.attributes
   - aifabric.lab.attributes.info_module
@@ -43,6 +50,15 @@ options:
     type: list
     elements: str
     default: []
+  ethtool:
+    description:
+      - Network devices whose QoS statistics to read (PFC pauses per priority, their duration, pause storms,
+        per-priority discards and marks). None when omitted. A device without ethtool statistics (V(lo)) fails the
+        task, naming it.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.5.0
   label:
     description:
       - Returned as RV(label), for the play's own bookkeeping (pair two snapshots with the
@@ -76,6 +92,12 @@ EXAMPLES = r"""
     netdevs: [eth0]
     qdiscs: [eth0]
   register: after
+
+- name: PFC and DCQCN on a ConnectX port
+  aifabric.lab.port_counters_info:
+    rdma_devices: [mlx5_0]
+    ethtool: [ens1f0np0]
+  register: qos_before
 
 - name: What moved, and the verdict
   ansible.builtin.debug:
@@ -112,6 +134,11 @@ counters:
     qdisc:
       description: Per device, C(qdisc) (bytes, packets, drops, overlimits, ...) and C(classes).
       type: dict
+    ethtool:
+      description: Per device in O(ethtool), its QoS statistics by name (C(rx_prio3_pause), ...).
+      type: dict
+      returned: when O(ethtool) is given
+      sample: {ens1f0np0: {rx_prio3_pause: 1204, rx_prio3_pause_duration: 38112, tx_prio3_pause: 0}}
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -10,11 +10,11 @@ import re
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import HEADERS_PER_PACKET
 
-__all__ = ["diff", "verdict", "is_error_counter", "is_congestion_counter"]
+__all__ = ["diff", "verdict", "is_error_counter", "is_congestion_counter", "nic_sentences"]
 
 _ERROR = re.compile(r"(err|error|discard|drop|symbol|downed|overrun|out_of_buffer|out_of_sequence|seq_err|retry|"
                     r"retrans|timeout|nak|constraint|vl15|collision|carrier|fifo|missed|over_errors|frame)", re.I)
-_CONGESTION = re.compile(r"(xmit_wait|cnp|ecn|overlimits|requeues|backlog|pause)", re.I)
+_CONGESTION = re.compile(r"(xmit_wait|cnp|ecn|overlimits|requeues|backlog|pause|marked)", re.I)
 # what an RDMA transport counts when it sends again (mlx5's roce_adp_retrans and local_ack_timeout_err, rxe's
 # completer_retry_err, a sequence error's go-back-N): named apart in the verdict, since they explain a slow flow
 _RETRANSMISSION = re.compile(r"(roce_adp_retrans|roce_slow_restart|local_ack_timeout_err|packet_seq_err|"
@@ -37,11 +37,14 @@ def _walk(tree, path=()):
             yield path + (str(key),), value
 
 
+_BOOKS = ("rdma", "netdev", "qdisc", "ethtool")
+
+
 def diff(before, after):
     """Deltas of every counter present in both snapshots, plus the error and congestion counters that moved."""
-    old = dict(_walk({k: before.get(k) for k in ("rdma", "netdev", "qdisc")}))
+    old = dict(_walk({k: before.get(k) for k in _BOOKS}))
     deltas, errors, congestion = {}, {}, {}
-    for path, value in _walk({k: after.get(k) for k in ("rdma", "netdev", "qdisc")}):
+    for path, value in _walk({k: after.get(k) for k in _BOOKS}):
         if path not in old:
             continue
         delta = value - old[path]
@@ -90,6 +93,62 @@ def verdict(delta, slower_than_fair_share=None):
     return text
 
 
+_PRIO_PAUSE = re.compile(r"^ethtool/(?P<dev>[^/]+)/(?P<dir>rx|tx)_prio(?P<prio>[0-7])_pause$")
+_GLOBAL_PAUSE = re.compile(r"^ethtool/(?P<dev>[^/]+)/(?P<dir>rx|tx)_global_pause$")
+_HW = re.compile(r"^rdma/(?P<dev>[^/]+)/(?P<port>[^/]+)/hw_counters/(?P<name>np_cnp_sent|rp_cnp_handled|"
+                 r"np_ecn_marked_roce_packets)$")
+
+
+def _times(n):
+    return "once" if n == 1 else "{:,} times".format(n)
+
+
+def _ms(microseconds):
+    ms = microseconds / 1000.0
+    return "{:,.0f} ms".format(ms) if ms >= 10 else "%.1f ms" % ms if ms >= 1 else "%.3f ms" % ms
+
+
+def nic_sentences(host, deltas):
+    """What a NIC's QoS counters say happened, one sentence each: PFC pauses per priority and their duration (mlx5's
+    ethtool statistics ``rx_prio3_pause``, ``rx_prio3_pause_duration`` in microseconds; rx: the peer paused this
+    port, tx: this port paused its peer), link-level pauses, and DCQCN's books (RDMA hw_counters: ECN-marked RoCE
+    packets that arrived, CNPs sent for them, CNPs handled). ``deltas``: ``diff``'s."""
+    out = []
+    for name, delta in sorted(deltas.items()):
+        match = _PRIO_PAUSE.match(name)
+        if match and delta > 0:
+            duration = deltas.get(name + "_duration")
+            spent = ", %s in all" % _ms(duration) if duration else ""
+            who = "%s's port %s" % (host, match.group("dev"))
+            if match.group("dir") == "rx":
+                out.append("%s was paused %s on priority %s%s" % (who, _times(delta), match.group("prio"), spent))
+            else:
+                out.append("%s paused its peer %s on priority %s%s" % (who, _times(delta), match.group("prio"),
+                                                                       spent))
+            continue
+        match = _GLOBAL_PAUSE.match(name)
+        if match and delta > 0:
+            duration = deltas.get(name + "_duration")
+            spent = ", %s in all" % _ms(duration) if duration else ""
+            out.append("%s's port %s %s %s by link-level (global) pause%s" % (
+                host, match.group("dev"), "was paused" if match.group("dir") == "rx" else "paused its peer",
+                _times(delta), spent))
+    ports = {}
+    for name, delta in deltas.items():
+        match = _HW.match(name)
+        if match and delta > 0:
+            ports.setdefault((match.group("dev"), match.group("port")), {})[match.group("name")] = delta
+    for (dev, port), got in sorted(ports.items()):
+        where = "%s's %s port %s" % (host, dev, port)
+        if got.get("np_ecn_marked_roce_packets") or got.get("np_cnp_sent"):
+            out.append("%s received {:,} ECN-marked RoCE packets and sent {:,} CNPs".format(
+                got.get("np_ecn_marked_roce_packets", 0), got.get("np_cnp_sent", 0)) % where)
+        if got.get("rp_cnp_handled"):
+            out.append("%s handled {:,} CNPs (DCQCN slowed its queue pairs down)".format(got["rp_cnp_handled"])
+                       % where)
+    return out
+
+
 # Bytes each counter adds per packet to the application's payload (_model.fair_share.HEADERS_PER_PACKET). A GSO
 # super-packet counts its headers once in the netdev's books and once per segment in the qdisc's, and each book's
 # packet count matches: so expected bytes = payload + packets x headers holds for both.
@@ -122,7 +181,7 @@ def step_counters(step, snapshots):
     """The counters section of one step's report: per host what moved, the byte checks, and the verdict.
 
     ``snapshots``: ``{host: {"before": snapshot, "after": snapshot, "interface": name}}``."""
-    hosts, errors, congestion, disagreements = {}, {}, {}, []
+    hosts, errors, congestion, disagreements, nic = {}, {}, {}, [], []
     by_host = {w["host"]: w for w in step.get("workers", [])}
     for host, snap in sorted(snapshots.items()):
         if not snap.get("before") or not snap.get("after"):
@@ -135,6 +194,7 @@ def step_counters(step, snapshots):
             if worker.get("bytes") else []
         hosts[host] = {"errors": delta["errors"], "congestion": delta["congestion"], "checks": checks,
                        "seconds": delta["seconds"]}
+        nic.extend(nic_sentences(host, delta["deltas"]))
         errors.update({"%s:%s" % (host, k): v for k, v in delta["errors"].items()})
         congestion.update({"%s:%s" % (host, k): v for k, v in delta["congestion"].items()})
         for check in checks:
@@ -152,4 +212,7 @@ def step_counters(step, snapshots):
     text = verdict({"errors": errors, "congestion": congestion}, slower)
     if disagreements:
         text += "; the books disagree by more than %.1f%% (see below)" % (TOLERANCE * 100)
-    return {"hosts": hosts, "verdict": text, "disagreements": disagreements}
+    out = {"hosts": hosts, "verdict": text, "disagreements": disagreements}
+    if nic:  # only where a NIC's QoS counters moved: older runs re-render as before
+        out["nic"] = nic
+    return out

@@ -39,6 +39,7 @@ def report_markdown(report):
     for s in report.get("steps") or []:
         if s.get("counters"):
             out += ["", "**%s, counters:** %s" % (_name(s["step"]), _cell(s["counters"]["verdict"]))]
+            out += ["- %s" % _cell(line) for line in s["counters"].get("nic") or []]
         for f in s.get("failed") or []:
             out += ["", "**%s, %s %s:** %s" % (_name(s["step"]), _name(f["host"]), _name(f["status"]),
                                                _cell(f["cause"]))]

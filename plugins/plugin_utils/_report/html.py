@@ -370,6 +370,7 @@ def _counters(step):
                       "congestion": ", ".join("%s %+d" % kv for kv in sorted((h.get("congestion") or {}).items()))
                       or "none", "checks": h.get("checks") or []})
     return {"verdict": c.get("verdict"), "hosts": hosts, "disagreements": c.get("disagreements") or [],
+            "nic": c.get("nic") or [],
             "checks": [dict(k, host=h["host"]) for h in hosts for k in h["checks"]]}
 
 

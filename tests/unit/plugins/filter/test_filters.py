@@ -126,3 +126,13 @@ def test_the_owner_of_an_experiment_is_this_process_with_a_lease_as_long_as_its_
     assert owner["controller"]["pid"] == os.getpid() and _proc.same_process(owner["controller"])
     with pytest.raises(AnsibleFilterError, match="experiment_owner: give the experiment's id"):
         F["experiment_owner"](PLAN, " ")
+
+
+def test_counters_diff_names_the_nics_pauses_for_the_host_given():
+    before = {"taken_at": 0, "rdma": {}, "netdev": {}, "qdisc": {},
+              "ethtool": {"ens1f0np0": {"tx_prio3_pause": 0, "tx_prio3_pause_duration": 0}}}
+    after = dict(before, taken_at=2, ethtool={"ens1f0np0": {"tx_prio3_pause": 3, "tx_prio3_pause_duration": 12500}})
+    got = F["counters_diff"](before, after, host="worker3")
+    assert got["nic"] == ["worker3's port ens1f0np0 paused its peer 3 times on priority 3, 12 ms in all"]
+    assert F["counters_diff"](before, before)["nic"] == []
+    assert F["counters_diff"](before, after)["nic"][0].startswith("the host's port ens1f0np0 paused")

@@ -167,3 +167,49 @@ def test_rdma_retransmission_counters_are_named_as_such():
     assert text.endswith("; the transport retransmitted (worker3:rdma/mlx5_0/1/hw_counters/local_ack_timeout_err +2, "
                          "worker3:rdma/mlx5_0/1/hw_counters/roce_adp_retrans +40, "
                          "worker3:rdma/rxe0/1/hw_counters/completer_retry_err +12): losses or timeouts on the path")
+
+
+def _qos(t, rx_pause=0, rx_us=0, tx_pause=0, tx_us=0, marked=0, cnp_sent=0, handled=0):
+    """worker3's snapshot with the QoS books of an mlx5 port: ethtool's per-priority PFC counters (PFC on priority
+    3 only, so only its counters exist) and DCQCN's RDMA hw_counters."""
+    return {"taken_at": t,
+            "rdma": {"mlx5_0": {"1": {"counters": {}, "hw_counters": {
+                "np_ecn_marked_roce_packets": marked, "np_cnp_sent": cnp_sent, "rp_cnp_handled": handled,
+                "rp_cnp_ignored": 0}}}},
+            "netdev": {"ens1f0np0": {"tx_bytes": 0}},
+            "ethtool": {"ens1f0np0": {"rx_prio3_pause": rx_pause, "rx_prio3_pause_duration": rx_us,
+                                      "tx_prio3_pause": tx_pause, "tx_prio3_pause_duration": tx_us,
+                                      "rx_prio3_pause_transition": rx_pause, "rx_pause_ctrl_phy": rx_pause}}}
+
+
+def test_the_nic_says_how_often_and_how_long_it_was_paused():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import nic_sentences
+    # by hand: 5204 - 4000 = 1,204 pauses received; 120112 - 82000 = 38112 us = 38 ms; 17 sent, 2104 us = 2.1 ms;
+    # 9,410 marked packets arrived, 812 CNPs went back; 640 CNPs came in and were handled
+    d = diff(_qos(0, 4000, 82000), _qos(9, 5204, 120112, 17, 2104, 9410, 812, 640))
+    assert nic_sentences("worker3", d["deltas"]) == [
+        "worker3's port ens1f0np0 was paused 1,204 times on priority 3, 38 ms in all",
+        "worker3's port ens1f0np0 paused its peer 17 times on priority 3, 2.1 ms in all",
+        "worker3's mlx5_0 port 1 received 9,410 ECN-marked RoCE packets and sent 812 CNPs",
+        "worker3's mlx5_0 port 1 handled 640 CNPs (DCQCN slowed its queue pairs down)"]
+    # the pauses are congestion evidence, not errors
+    assert d["errors"] == {} and d["congestion"]["ethtool/ens1f0np0/rx_prio3_pause"] == 1204
+
+
+def test_a_single_short_pause_and_nothing_else():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import nic_sentences
+    d = diff(_qos(0), _qos(1, 1, 420))
+    assert nic_sentences("worker1", d["deltas"]) == [
+        "worker1's port ens1f0np0 was paused once on priority 3, 0.420 ms in all"]
+    assert nic_sentences("worker1", diff(_qos(0), _qos(1))["deltas"]) == []
+
+
+def test_the_step_section_names_the_pauses_only_when_they_moved():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
+    step = {"status": "ok", "workers": []}
+    section = step_counters(step, {"worker3": {"interface": "ens1f0np0", "before": _qos(0),
+                                               "after": _qos(9, 1204, 38112)}})
+    assert section["nic"] == ["worker3's port ens1f0np0 was paused 1,204 times on priority 3, 38 ms in all"]
+    assert section["verdict"].startswith("all error counters zero; congestion counters moved: ")
+    quiet = step_counters(step, {"worker3": {"interface": "ens1f0np0", "before": _qos(0), "after": _qos(9)}})
+    assert "nic" not in quiet

@@ -203,3 +203,25 @@ def test_a_collectives_time_algbw_busbw_and_what_the_straggler_cost():
     steps[2] = _step("a.3", None, status="failed")
     e = summarize_experiment(ring, steps)
     assert e["collective"]["repetitions"][0]["status"] == "failed" and e["collective"]["time_s"] is None
+
+
+def test_a_nics_pauses_are_named_in_every_report_file(tmp_path):
+    """The demo run's worker3, as if its snapshots had read the port's ethtool QoS statistics (port_counters_info's
+    ethtool, mlx5's names): 1,204 pauses received on priority 3, 38112 us of them, between the two snapshots."""
+    import shutil
+
+    path = str(tmp_path / "run")
+    shutil.copytree(V1_RUN, path)
+    record = os.path.join(path, "counters", "barrier", "worker3.json")
+    snaps = json.load(open(record))
+    snaps["before"]["ethtool"] = {"eth0": {"rx_prio3_pause": 10, "rx_prio3_pause_duration": 900}}
+    snaps["after"]["ethtool"] = {"eth0": {"rx_prio3_pause": 1214, "rx_prio3_pause_duration": 39012}}
+    with open(record, "w") as handle:
+        json.dump(snaps, handle)
+    sentence = "worker3's port eth0 was paused 1,204 times on priority 3, 38 ms in all"
+    text = render_run(path)
+    assert "  nic                    " + sentence in text.splitlines()
+    report = json.load(open(os.path.join(path, "report.json")))
+    assert report["steps"][1]["counters"]["nic"] == [sentence]
+    assert "<li>%s</li>" % sentence.replace("'", "&#39;") in open(os.path.join(path, "report.html")).read()
+    assert "- " + sentence in open(os.path.join(path, "report.md")).read().splitlines()
