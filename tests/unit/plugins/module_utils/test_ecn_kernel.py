@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+"""The ECN marker on the real kernel (needs root; the integration tier's unit_root target runs it): a veth pair
+between two namespaces of its own (aflt-wt-ecn-<pid>-a/-b, removed also on failure), an htb shaper on one end, the
+marker on its root; a burst of UDP datagrams far above the rate, ECT(0) or not-ECT, and the receiver's own count of
+the codepoints it got (IP_RECVTOS) against the marker's counters."""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+
+import pytest
+
+RATE = "100mbit"
+ADDR_A, ADDR_B = "198.51.100.1", "198.51.100.2"
+PORT = 40999
+PAYLOAD = 1400  # bytes; 1442 on the wire (UDP 8, IPv4 20, Ethernet 14)
+
+
+def _params(**kw):
+    from ansible_collections.aifabric.lab.plugins.module_utils._tc import ShapeError  # noqa: F401
+
+    base = {"device": "ecn0", "state": "present", "mode": "step", "buffer": "100KB", "threshold": "30KB",
+            "min_threshold": None, "max_threshold": None, "max_probability": None, "non_ect": "drop", "rate": None}
+    base.update(kw)
+    return base
+
+
+def _in(name, fn):
+    from pyroute2 import netns
+
+    netns.pushns(name)
+    try:
+        return fn()
+    finally:
+        netns.popns()
+
+
+def _burst(sender, receiver, tos, count):
+    """``count`` datagrams with TOS ``tos`` as fast as the socket takes them; the TOS bytes the receiver got."""
+    sender.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+    payload = b"\0" * PAYLOAD
+    for _ in range(count):
+        while True:
+            try:
+                sender.sendto(payload, (ADDR_B, PORT))
+                break
+            except OSError:  # ENOBUFS: the socket's buffer is full; the qdisc takes more in a moment
+                time.sleep(0.0005)
+    got = []
+    receiver.settimeout(0.5)
+    while True:
+        try:
+            _data, anc, _flags, _addr = receiver.recvmsg(2048, socket.CMSG_SPACE(4))
+        except socket.timeout:
+            return got
+        for level, kind, value in anc:
+            if level == socket.IPPROTO_IP and kind == socket.IP_TOS:
+                got.append(value[0])
+
+
+@pytest.mark.needs_root
+def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_receiver_sees():
+    from ansible_collections.aifabric.lab.plugins.module_utils._ecn import Marker, mark
+    from ansible_collections.aifabric.lab.plugins.module_utils._tc import shape
+    from pyroute2 import IPRoute, netns
+
+    a, b = "aflt-wt-ecn-%d-a" % os.getpid(), "aflt-wt-ecn-%d-b" % os.getpid()
+    netns.create(a)
+    netns.create(b)
+    try:
+        with IPRoute(netns=a) as ipr:
+            ipr.link("add", ifname="ecn0", kind="veth", peer={"ifname": "ecn1", "net_ns_fd": b})
+            index = ipr.link_lookup(ifname="ecn0")[0]
+            ipr.addr("add", index=index, address=ADDR_A, prefixlen=24)
+            ipr.link("set", index=index, state="up")
+        with IPRoute(netns=b) as ipr:
+            index = ipr.link_lookup(ifname="ecn1")[0]
+            ipr.addr("add", index=index, address=ADDR_B, prefixlen=24)
+            ipr.link("set", index=index, state="up")
+        with IPRoute(netns=a) as ipr:
+            shape(ipr, {"device": "ecn0", "direction": "egress", "qdisc": "htb", "rate": RATE, "burst": None,
+                        "latency": 0.05, "fair_share_sources": [], "fair_share_destinations": [],
+                        "ack_priority": True, "fair_share_ports": None, "ifb_device": None, "state": "present",
+                        "state_dir": None, "owner": None})
+            first = mark(ipr, _params())
+            assert first["changed"] and first["applied_by"] == "attached"
+            assert first["marker"] == {"mode": "step", "rate": RATE, "buffer": "100KB", "threshold": "30KB",
+                                       "non_ect": "drop"}
+            assert not mark(ipr, _params())["changed"]  # idempotent: the map holds the same configuration
+            assert mark(ipr, _params(), check_mode=True)["changed"] is False
+
+        def receiver():
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+            s.bind((ADDR_B, PORT))
+            return s
+
+        def sender():
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+            s.bind((ADDR_A, 0))
+            return s
+
+        rx, tx = _in(b, receiver), _in(a, sender)
+        try:
+            ect = _burst(tx, rx, 0x02, 400)  # ECT(0)
+            with IPRoute(netns=a) as ipr:
+                after_ect = Marker(ipr, "ecn0").read()
+            not_ect = _burst(tx, rx, 0x00, 400)
+            with IPRoute(netns=a) as ipr:
+                after_all = Marker(ipr, "ecn0").read()
+                result = mark(ipr, _params(state="absent"))
+                assert result["changed"] and Marker(ipr, "ecn0").find() == (None, None)
+        finally:
+            rx.close()
+            tx.close()
+        # the ECT burst: 400 x 1442 B = 577 KB at once into a 100 KB buffer that drains 12.5 KB/ms
+        assert after_ect["packets"] >= 400 and after_ect["ect"] >= 400
+        assert after_ect["marked"] > 0 and after_ect["dropped"] > 0, after_ect
+        assert after_ect["early_dropped"] == 0
+        # what reached the receiver: every packet not dropped; CE exactly on those the marker marked
+        assert len(ect) == after_ect["ect"] - after_ect["dropped"]
+        assert sum(1 for tos in ect if tos & 3 == 3) == after_ect["marked"]
+        assert sum(1 for tos in ect if tos & 3 == 2) == after_ect["ect"] - after_ect["dropped"] - after_ect["marked"]
+        assert after_ect["max_backlog"] <= 100_000
+        # the not-ECT burst: dropped where it would have been marked (RED's rule), nothing marked
+        delta = {k: after_all[k] - after_ect[k] for k in ("not_ect", "marked", "dropped", "early_dropped")}
+        assert delta["not_ect"] >= 400 and delta["marked"] == 0 and delta["early_dropped"] > 0, delta
+        assert sum(1 for tos in not_ect if tos & 3) == 0
+        assert len(not_ect) == 400 - delta["dropped"] - delta["early_dropped"]
+        print("ECT burst: %s; not-ECT burst: %s" % (
+            {k: after_ect[k] for k in ("packets", "marked", "dropped", "max_backlog")}, delta))
+    finally:
+        for name in (a, b):
+            try:
+                netns.remove(name)
+            except OSError:
+                pass
