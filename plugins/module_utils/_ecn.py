@@ -32,7 +32,7 @@ import socket
 import struct
 
 from . import _bpf, _ecn_program
-from ._tc import HTB_HANDLE, Shaper, ShapeError, netlink_reason
+from ._tc import HTB_HANDLE, ShapeError, Shaper, netlink_reason
 from ._units import UnitError, format_rate, format_size, parse_rate, parse_size
 
 try:
@@ -350,7 +350,8 @@ class Marker:
             return
         prio = f["info"] >> 16
         try:
-            self.ipr.tc("del-filter", "bpf", self.index, f["handle"], parent=HTB_HANDLE, prio=prio, protocol=socket.ntohs(f["info"] & 0xFFFF))
+            self.ipr.tc("del-filter", "bpf", self.index, f["handle"], parent=HTB_HANDLE, prio=prio,
+                        protocol=socket.ntohs(f["info"] & 0xFFFF))
         except (NetlinkError, OSError) as exc:
             raise EcnError("state: removing the marker from %s: %s" % (self.device, netlink_reason(exc))) from None
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
 import time
 
 import pytest
@@ -112,6 +111,10 @@ def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_rec
             not_ect = _burst(tx, rx, 0x00, 400)
             with IPRoute(netns=a) as ipr:
                 after_all = Marker(ipr, "ecn0").read()
+                moved = mark(ipr, _params(threshold="50KB"))  # a new K: the map rewritten, the counters go on
+                assert moved["applied_by"] == "changed in place" and moved["marker"]["threshold"] == "50KB"
+                assert moved["counters"]["marked"] == after_all["marked"]
+                assert moved["counters"]["packets"] >= after_all["packets"]
                 result = mark(ipr, _params(state="absent"))
                 assert result["changed"] and Marker(ipr, "ecn0").find() == (None, None)
         finally:
