@@ -18,8 +18,6 @@ PAYLOAD = 1400  # bytes; 1442 on the wire (UDP 8, IPv4 20, Ethernet 14)
 
 
 def _params(**kw):
-    from ansible_collections.aifabric.lab.plugins.module_utils._tc import ShapeError  # noqa: F401
-
     base = {"device": "ecn0", "state": "present", "mode": "step", "buffer": "100KB", "threshold": "30KB",
             "min_threshold": None, "max_threshold": None, "max_probability": None, "non_ect": "drop", "rate": None}
     base.update(kw)
