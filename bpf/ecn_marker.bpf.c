@@ -20,13 +20,16 @@ typedef unsigned char u8;
 
 #define SEC(name) __attribute__((section(name), used))
 
-// the first fields of struct __sk_buff (include/uapi/linux/bpf.h): len @0, protocol @16 (network order)
+// struct __sk_buff (include/uapi/linux/bpf.h) up to gso_segs: len @0, protocol @16 (network order), gso_segs @164
+// (the wire packets of a GSO packet; 0 or 1 for one packet)
 struct __sk_buff {
 	u32 len;
 	u32 pkt_type;
 	u32 mark;
 	u32 queue_mapping;
 	u32 protocol;
+	u32 _unused[36]; // vlan_present .. tstamp, wire_len (@20 .. @163), not read here
+	u32 gso_segs;
 };
 
 // the map as the loader makes it (BPF_MAP_TYPE_ARRAY, one entry); the section only names it for the relocation
@@ -53,6 +56,10 @@ enum {
 	EARLY_DROPPED, // dropped: not-ECT where an ECT packet would have been marked
 	DROPPED_BYTES,
 	MAX_BACKLOG,
+	SEGS,          // wire packets (a GSO packet's segments), as the receivers count them
+	ECT_SEGS,
+	MARKED_SEGS,
+	DROPPED_SEGS,  // both kinds of drop
 	NFIELDS
 };
 
@@ -84,6 +91,9 @@ SEC("classifier") int ecn_marker(struct __sk_buff *skb)
 	if (!v)
 		return TC_ACT_UNSPEC;
 	u64 len = skb->len;
+	u64 segs = skb->gso_segs;
+	if (segs == 0)
+		segs = 1;
 	u64 now = bpf_ktime_get_ns();
 	u64 backlog = v[BACKLOG];
 	u64 last = v[LAST_NS];
@@ -107,17 +117,20 @@ SEC("classifier") int ecn_marker(struct __sk_buff *skb)
 	}
 	ADD(PACKETS, 1);
 	ADD(BYTES, len);
+	ADD(SEGS, segs);
 	if (ecn == 3)
 		ADD(CE_IN, 1);
-	else if (ecn)
+	else if (ecn) {
 		ADD(ECT, 1);
-	else
+		ADD(ECT_SEGS, segs);
+	} else
 		ADD(NOT_ECT, 1);
 
 	if (backlog + len > v[LIMIT]) {
 		v[BACKLOG] = backlog;
 		ADD(DROPPED, 1);
 		ADD(DROPPED_BYTES, len);
+		ADD(DROPPED_SEGS, segs);
 		return TC_ACT_SHOT;
 	}
 	int mark = 0;
@@ -140,10 +153,12 @@ SEC("classifier") int ecn_marker(struct __sk_buff *skb)
 			bpf_skb_store_bytes(skb, ETH_HLEN, hdr, 2, 0);
 		}
 		ADD(MARKED, 1);
+		ADD(MARKED_SEGS, segs);
 	} else if (mark && ecn == 0 && (v[FLAGS] & FLAG_DROP_NOT_ECT)) {
 		v[BACKLOG] = backlog;
 		ADD(EARLY_DROPPED, 1);
 		ADD(DROPPED_BYTES, len);
+		ADD(DROPPED_SEGS, segs);
 		return TC_ACT_SHOT;
 	}
 	backlog += len;

@@ -44,7 +44,7 @@ except ImportError:  # the module fails earlier with missing_required_lib; this 
 
 FIELDS = ("rate", "limit", "min_threshold", "max_threshold", "max_p", "flags", "last_ns", "backlog",
           "packets", "bytes", "ect", "not_ect", "ce_in", "marked", "dropped", "early_dropped", "dropped_bytes",
-          "max_backlog")
+          "max_backlog", "segs", "ect_segs", "marked_segs", "dropped_segs")
 CONFIG_FIELDS = FIELDS[:6]
 COUNTERS = FIELDS[8:]
 VALUE = struct.Struct("<%dQ" % len(FIELDS))
@@ -179,8 +179,9 @@ def counters(values):
     out = {key: values[key] for key in COUNTERS if key != "max_backlog"}
     out["backlog_bytes"] = values["backlog"]
     out["max_backlog_bytes"] = values["max_backlog"]
-    ect = values["ect"]
-    out["marking_ratio"] = round(values["marked"] / ect, 6) if ect else None
+    ect = values["ect_segs"]
+    # per wire packet, as the receivers count CE (a GSO packet of 7 segments marked is 7 marks there)
+    out["marking_ratio"] = round(values["marked_segs"] / ect, 6) if ect else None
     out["drop_ratio"] = (round((values["dropped"] + values["early_dropped"]) / values["packets"], 6)
                          if values["packets"] else None)
     return out
@@ -206,19 +207,25 @@ class VirtualQueue:
             v["last_ns"] = now_ns
         return backlog
 
-    def arrive(self, now_ns, length, ecn=0, rand32=0):
+    def arrive(self, now_ns, length, ecn=0, rand32=0, segs=1):
         """``"pass"``, ``"mark"``, ``"drop"`` (buffer full) or ``"early_drop"`` (not-ECT at the threshold) for a
         packet of ``length`` bytes with ECN codepoint ``ecn`` (0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE) arriving at
-        ``now_ns``; ``rand32``: the program's bpf_get_prandom_u32() for this packet."""
+        ``now_ns``; ``rand32``: the program's bpf_get_prandom_u32() for this packet; ``segs``: its wire packets (a
+        GSO packet's segments)."""
         v = self.values
         backlog = self.drain(now_ns)
+        segs = max(1, segs)
         v["packets"] += 1
         v["bytes"] += length
+        v["segs"] += segs
         v["ce_in" if ecn == 3 else "ect" if ecn else "not_ect"] += 1
+        if ecn in (1, 2):
+            v["ect_segs"] += segs
         if backlog + length > v["limit"]:
             v["backlog"] = backlog
             v["dropped"] += 1
             v["dropped_bytes"] += length
+            v["dropped_segs"] += segs
             return "drop"
         mark = False
         if v["flags"] & FLAG_MARK:
@@ -230,11 +237,13 @@ class VirtualQueue:
         action = "pass"
         if mark and ecn in (1, 2):
             v["marked"] += 1
+            v["marked_segs"] += segs
             action = "mark"
         elif mark and ecn == 0 and v["flags"] & FLAG_DROP_NOT_ECT:
             v["backlog"] = backlog
             v["early_dropped"] += 1
             v["dropped_bytes"] += length
+            v["dropped_segs"] += segs
             return "early_drop"
         backlog += length
         v["backlog"] = backlog

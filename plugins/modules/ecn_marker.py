@@ -94,8 +94,8 @@ options:
 notes:
   - "The queue is virtual: the marker predicts the htb queue from the bytes it admitted and the rate, it does not read
     the real backlog. It differs from a switch ASIC's queue (docs/congestion.md): htb's own borrowing and its burst let
-    the real queue run a little ahead or behind, the ACK class drains beside the rate, packets are whole skbs (a GSO
-    packet of 64KB is one packet here), and two CPUs updating the queue at once can lose an update."
+    the real queue run a little ahead or behind, the ACK class drains beside the rate, a GSO packet (up to 64KB) is
+    queued, marked or dropped whole, as the htb queue holds it (its segments are counted), and two CPUs updating the queue at once can lose an update."
 seealso:
   - module: aifabric.lab.tc_shape
   - name: docs/congestion.md
@@ -186,8 +186,20 @@ counters:
     max_backlog_bytes:
       description: The deepest the virtual queue has been.
       type: int
+    segs:
+      description: The wire packets of those packets (a GSO packet counts its segments), as the receivers count.
+      type: int
+    ect_segs:
+      description: The wire packets that arrived ECT.
+      type: int
+    marked_segs:
+      description: The wire packets marked CE here (what the receivers' C(InCEPkts) sees of this port).
+      type: int
+    dropped_segs:
+      description: The wire packets of both kinds of drop.
+      type: int
     marking_ratio:
-      description: C(marked / ect), null before an ECT packet came.
+      description: C(marked_segs / ect_segs), per wire packet; null before an ECT packet came.
       type: float
     drop_ratio:
       description: C((dropped + early_dropped) / packets), null before a packet came.

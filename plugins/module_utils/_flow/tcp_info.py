@@ -64,7 +64,7 @@ ECN_SYSCTL = {"off": 0, "on": 1, "accept": 2, "accecn": 3}
 ECN_MODES = ("disabled", "rfc3168", "accecn", "pending")
 SYSCTL_ECN = "proc/sys/net/ipv4/tcp_ecn"
 SYSCTL_CC = "proc/sys/net/ipv4/tcp_available_congestion_control"
-NETSTAT = "proc/net/netstat"
+NETSTAT = "proc/thread-self/net/netstat"  # this thread's namespace (/proc/net is the process leader's)
 
 
 _CONGESTION_NAME = re.compile(r"^[a-z0-9_]{1,15}$")

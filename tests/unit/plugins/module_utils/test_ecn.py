@@ -56,6 +56,16 @@ def test_step_marks_at_k_drops_above_the_buffer_and_drains_at_the_rate():
     assert (v["packets"], v["ect"], v["not_ect"], v["ce_in"]) == (11, 9, 1, 1)
     assert (v["marked"], v["dropped"], v["early_dropped"], v["dropped_bytes"]) == (4, 1, 1, 1900)
     assert v["max_backlog"] == 9900 and v["bytes"] == 9 * 1500 + 800
+    assert (v["segs"], v["ect_segs"], v["marked_segs"], v["dropped_segs"]) == (11, 9, 4, 2)
+
+
+def test_a_gso_packet_counts_its_segments():
+    # one 9,000-byte GSO packet of 6 segments finds the queue at K: marked, 6 wire packets marked
+    q = VirtualQueue(desired_marker(params(buffer="20000"), 8_000_000))
+    assert q.arrive(SEC, 4000, ecn=2) == "pass"
+    assert q.arrive(SEC, 9000, ecn=2, segs=6) == "mark"
+    assert q.arrive(SEC, 9000, ecn=2, segs=6) == "drop"  # 13,000 + 9,000 > 20,000
+    assert (q.values["marked"], q.values["marked_segs"], q.values["dropped_segs"], q.values["segs"]) == (1, 6, 6, 13)
 
 
 def test_taildrop_marks_nothing_and_drops_only_a_full_buffer():
@@ -110,11 +120,12 @@ def test_bad_configurations_name_the_parameter(kw, rate, message):
 
 
 def test_a_map_entry_decodes_from_its_packed_bytes():
-    # 18 little-endian u64 in the program's enum order (bpf/ecn_marker.bpf.c): written out field by field
+    # 22 little-endian u64 in the program's enum order (bpf/ecn_marker.bpf.c): written out field by field
     fixture = b"".join(n.to_bytes(8, "little") for n in (
         1_000_000_000, 100_000, 30_000, 30_000, 1 << 32, 3,  # 8gbit, 100KB, K 30KB twice, p = 1, mark | drop not-ECT
         123_456_789, 4_242,                                   # the last arrival, the backlog
-        1000, 1_442_000, 900, 60, 40, 300, 25, 10, 50_470, 99_982))
+        1000, 1_442_000, 900, 60, 40, 300, 25, 10, 50_470, 99_982,
+        4000, 3600, 1200, 140))                               # segments: all, ECT, marked, dropped
     values = decode(fixture)
     assert values["rate"] == 1_000_000_000 and values["ce_in"] == 40 and values["max_backlog"] == 99_982
     assert config_of(values) == {"rate": 1_000_000_000, "limit": 100_000, "min_threshold": 30_000,
@@ -123,10 +134,11 @@ def test_a_map_entry_decodes_from_its_packed_bytes():
     assert describe(config_of(values)) == {"mode": "step", "rate": "8gbit", "buffer": "100KB",
                                            "threshold": "30KB", "non_ect": "drop"}
     c = counters(values)
-    assert c["marked"] == 300 and c["marking_ratio"] == round(300 / 900, 6)
+    assert c["marked"] == 300 and c["marking_ratio"] == round(1200 / 3600, 6)  # per wire packet, as receivers count
+    assert c["marked_segs"] == 1200 and c["dropped_segs"] == 140
     assert c["drop_ratio"] == 0.035 and c["backlog_bytes"] == 4_242 and c["max_backlog_bytes"] == 99_982
     assert encode(config_of(values), values) == fixture
-    with pytest.raises(EcnError, match="is 16 bytes, not 144"):
+    with pytest.raises(EcnError, match="is 16 bytes, not 176"):
         decode(fixture[:16])
 
 

@@ -5,6 +5,7 @@ marker on its root; a burst of UDP datagrams far above the rate, ECT(0) or not-E
 the codepoints it got (IP_RECVTOS) against the marker's counters."""
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -57,9 +58,15 @@ def _burst(sender, receiver, tos, count):
                 got.append(value[0])
 
 
-@pytest.mark.needs_root
-def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_receiver_sees():
-    from ansible_collections.aifabric.lab.plugins.module_utils._ecn import Marker, mark
+SHAPER = {"device": "ecn0", "direction": "egress", "qdisc": "htb", "rate": RATE, "burst": None, "latency": 0.05,
+          "fair_share_sources": [], "fair_share_destinations": [], "ack_priority": True, "fair_share_ports": None,
+          "ifb_device": None, "state": "present", "state_dir": None, "owner": None}
+
+
+@contextlib.contextmanager
+def veth_pair():
+    """Namespaces aflt-wt-ecn-<pid>-a and -b, a veth between them (ecn0 in a, ecn1 in b), an htb shaper at RATE on
+    ecn0; removed on the way out, whatever happened."""
     from ansible_collections.aifabric.lab.plugins.module_utils._tc import shape
     from pyroute2 import IPRoute, netns
 
@@ -77,10 +84,23 @@ def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_rec
             ipr.addr("add", index=index, address=ADDR_B, prefixlen=24)
             ipr.link("set", index=index, state="up")
         with IPRoute(netns=a) as ipr:
-            shape(ipr, {"device": "ecn0", "direction": "egress", "qdisc": "htb", "rate": RATE, "burst": None,
-                        "latency": 0.05, "fair_share_sources": [], "fair_share_destinations": [],
-                        "ack_priority": True, "fair_share_ports": None, "ifb_device": None, "state": "present",
-                        "state_dir": None, "owner": None})
+            shape(ipr, SHAPER)
+        yield a, b
+    finally:
+        for name in (a, b):
+            try:
+                netns.remove(name)
+            except OSError:
+                pass
+
+
+@pytest.mark.needs_root
+def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_receiver_sees():
+    from ansible_collections.aifabric.lab.plugins.module_utils._ecn import Marker, mark
+    from pyroute2 import IPRoute
+
+    with veth_pair() as (a, b):
+        with IPRoute(netns=a) as ipr:
             first = mark(ipr, _params())
             assert first["changed"] and first["applied_by"] == "attached"
             assert first["marker"] == {"mode": "step", "rate": RATE, "buffer": "100KB", "threshold": "30KB",
@@ -134,9 +154,52 @@ def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_rec
         assert len(not_ect) == 400 - delta["dropped"] - delta["early_dropped"]
         print("ECT burst: %s; not-ECT burst: %s" % (
             {k: after_ect[k] for k in ("packets", "marked", "dropped", "max_backlog")}, delta))
-    finally:
-        for name in (a, b):
-            try:
-                netns.remove(name)
-            except OSError:
-                pass
+
+
+@pytest.mark.needs_root
+def test_a_tcp_flow_with_ecn_through_the_marker_is_marked_and_its_sender_sees_the_echo():
+    """The tcp engine with tcp.ecn on at both ends and tcp.congestion reno: ECN negotiated, the marker's marks
+    arrive as CE at the receiver (its namespace's InCEPkts), the sender counts ECE-acknowledged packets
+    (tcpi_delivered_ce). What this kernel fills of the rest is printed for docs/congestion.md."""
+    import threading
+
+    from ansible_collections.aifabric.lab.plugins.module_utils._ecn import Marker, mark
+    from ansible_collections.aifabric.lab.plugins.module_utils._flow import tcp_info
+    from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec
+    from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpEngine
+    from pyroute2 import IPRoute
+
+    with veth_pair() as (a, b):
+        with IPRoute(netns=a) as ipr:
+            mark(ipr, _params())
+        engine = TcpEngine()
+        server_spec = FlowSpec(role="server", address=ADDR_B, port=PORT, token="t", expected_clients=1, timeout=30,
+                               ecn="accept")
+        client_spec = FlowSpec(role="client", address=ADDR_B, port=PORT, token="t", flow_id="w1",
+                               volume=8_000_000, timeout=30, ecn="on", congestion="reno")
+        listener = _in(b, lambda: engine.listen(server_spec))
+        before = _in(b, tcp_info.ip_ecn_counters)
+        served = {}
+        thread = threading.Thread(target=lambda: served.update(engine.serve(server_spec, listener)), daemon=True)
+        thread.start()
+        client = engine.client(client_spec)
+        assert _in(a, lambda: client.arm(time.monotonic() + 10)), client.result
+        try:
+            result = client.fire(time.time() + 0.1)
+        finally:
+            client.close()
+        thread.join(timeout=30)
+        after = _in(b, tcp_info.ip_ecn_counters)
+        with IPRoute(netns=a) as ipr:
+            port = Marker(ipr, "ecn0").read()
+        assert result["status"] == "ok", result
+        assert result["tcp_ecn_sysctl"] == {"before": 2, "after": 1}
+        sender, receiver = result["tcp"], served["flows"][0]["tcp"]
+        assert sender["congestion"] == "reno" and sender["ecn_negotiated"] and receiver["ecn_negotiated"]
+        assert port["marked_segs"] > 0 and sender["delivered_ce"] > 0, (port, sender)
+        ce = after["ce"] - before["ce"]
+        # every segment the marker marked reached the receiver as CE (nothing else marks on this path)
+        assert ce == port["marked_segs"], (ce, port)
+        print("8 MB at %s, K 30KB, buffer 100KB: marker %s; receiver InCEPkts +%d; sender %s; receiver %s" % (
+            RATE, {k: port[k] for k in ("packets", "segs", "ect_segs", "marked", "marked_segs", "dropped",
+                                        "dropped_segs", "max_backlog")}, ce, sender, receiver))
