@@ -60,8 +60,11 @@ enum {
 	ECT_SEGS,
 	MARKED_SEGS,
 	DROPPED_SEGS,  // both kinds of drop
-	NFIELDS
+	HIST_ECT,      // HIST_BUCKETS counters: ECT packets admitted, by the queue they found (bucket = backlog * 16 / buffer)
+	HIST_MARKED = HIST_ECT + 16, // and of those, the marked: the marking probability against the queue (BMWG 7.1)
+	NFIELDS = HIST_MARKED + 16
 };
+#define HIST_BUCKETS 16
 
 #define FLAG_MARK 1
 #define FLAG_DROP_NOT_ECT 2
@@ -141,7 +144,15 @@ SEC("classifier") int ecn_marker(struct __sk_buff *skb)
 		else if (backlog > lo && hi > lo)
 			mark = (u64)bpf_get_prandom_u32() < v[MAX_P] * (backlog - lo) / (hi - lo);
 	}
+	u64 bucket = 0;
+	if (ecn == 1 || ecn == 2) {
+		bucket = backlog * HIST_BUCKETS / (v[LIMIT] + 1);
+		if (bucket > HIST_BUCKETS - 1)
+			bucket = HIST_BUCKETS - 1;
+		ADD(HIST_ECT + bucket, 1);
+	}
 	if (mark && (ecn == 1 || ecn == 2)) {
+		ADD(HIST_MARKED + bucket, 1);
 		if (ip == 4) {
 			u16 old = *(u16 *)hdr;
 			hdr[1] |= 3;

@@ -45,8 +45,12 @@ except ImportError:  # the module fails earlier with missing_required_lib; this 
 FIELDS = ("rate", "limit", "min_threshold", "max_threshold", "max_p", "flags", "last_ns", "backlog",
           "packets", "bytes", "ect", "not_ect", "ce_in", "marked", "dropped", "early_dropped", "dropped_bytes",
           "max_backlog", "segs", "ect_segs", "marked_segs", "dropped_segs")
+HIST_BUCKETS = 16
+# ECT packets admitted by the queue they found (bucket b: backlog * 16 // (buffer + 1) == b), and the marked of them
+FIELDS += tuple("hist_ect_%d" % b for b in range(HIST_BUCKETS)) + tuple(
+    "hist_marked_%d" % b for b in range(HIST_BUCKETS))
 CONFIG_FIELDS = FIELDS[:6]
-COUNTERS = FIELDS[8:]
+COUNTERS = tuple(f for f in FIELDS[8:] if not f.startswith("hist_"))
 VALUE = struct.Struct("<%dQ" % len(FIELDS))
 FLAG_MARK, FLAG_DROP_NOT_ECT = 1, 2
 P_ONE = 1 << 32  # probability 1 in the map's fixed point
@@ -182,8 +186,25 @@ def counters(values):
     ect = values["ect_segs"]
     # per wire packet, as the receivers count CE (a GSO packet of 7 segments marked is 7 marks there)
     out["marking_ratio"] = round(values["marked_segs"] / ect, 6) if ect else None
+    out["marking_by_queue"] = marking_by_queue(values)
     out["drop_ratio"] = (round((values["dropped"] + values["early_dropped"]) / values["packets"], 6)
                          if values["packets"] else None)
+    return out
+
+
+def marking_by_queue(values):
+    """The marking probability against the queue the packets found (the BMWG draft's section 7.1 plot): per bucket
+    of 1/16 of the buffer that ECT packets arrived in, ``{from_bytes, to_bytes, ect, marked, ratio}``."""
+    limit = values["limit"]
+    out = []
+    for b in range(HIST_BUCKETS):
+        ect, marked = values["hist_ect_%d" % b], values["hist_marked_%d" % b]
+        if ect:
+            # the bucket holds backlogs q with q * 16 // (limit + 1) == b
+            low = -(-b * (limit + 1) // HIST_BUCKETS)
+            high = -(-(b + 1) * (limit + 1) // HIST_BUCKETS) - 1
+            out.append({"from_bytes": low, "to_bytes": high, "ect": ect, "marked": marked,
+                        "ratio": round(marked / ect, 6)})
     return out
 
 
@@ -235,7 +256,11 @@ class VirtualQueue:
             elif backlog > low and high > low:
                 mark = rand32 < v["max_p"] * (backlog - low) // (high - low)
         action = "pass"
+        bucket = min(HIST_BUCKETS - 1, backlog * HIST_BUCKETS // (v["limit"] + 1)) if ecn in (1, 2) else None
+        if bucket is not None:
+            v["hist_ect_%d" % bucket] += 1
         if mark and ecn in (1, 2):
+            v["hist_marked_%d" % bucket] += 1
             v["marked"] += 1
             v["marked_segs"] += segs
             action = "mark"

@@ -95,7 +95,8 @@ notes:
   - "The queue is virtual: the marker predicts the htb queue from the bytes it admitted and the rate, it does not read
     the real backlog. It differs from a switch ASIC's queue (docs/congestion.md): htb's own borrowing and its burst let
     the real queue run a little ahead or behind, the ACK class drains beside the rate, a GSO packet (up to 64KB) is
-    queued, marked or dropped whole, as the htb queue holds it (its segments are counted), and two CPUs updating the queue at once can lose an update."
+    queued, marked or dropped whole, as the htb queue holds it (its segments are counted), and two CPUs updating the
+    queue at once can lose an update."
 seealso:
   - module: aifabric.lab.tc_shape
   - name: docs/congestion.md
@@ -201,6 +202,14 @@ counters:
     marking_ratio:
       description: C(marked_segs / ect_segs), per wire packet; null before an ECT packet came.
       type: float
+    marking_by_queue:
+      description:
+        - The marking probability against the queue (the BMWG draft's ECN marking accuracy plot) - per sixteenth of
+          the buffer that admitted ECT packets found, C(from_bytes), C(to_bytes), C(ect) (packets), C(marked) and
+          C(ratio). With O(mode=step) the ratio is 0 below O(threshold) and 1 from the bucket that holds it on (the
+          bucket that straddles it is in between).
+      type: list
+      elements: dict
     drop_ratio:
       description: C((dropped + early_dropped) / packets), null before a packet came.
       type: float

@@ -57,6 +57,15 @@ def test_step_marks_at_k_drops_above_the_buffer_and_drains_at_the_rate():
     assert (v["marked"], v["dropped"], v["early_dropped"], v["dropped_bytes"]) == (4, 1, 1, 1900)
     assert v["max_backlog"] == 9900 and v["bytes"] == 9 * 1500 + 800
     assert (v["segs"], v["ect_segs"], v["marked_segs"], v["dropped_segs"]) == (11, 9, 4, 2)
+    # the admitted ECT packets by the queue they found, in 16ths of the buffer (q * 16 // 10,001): 0 and 0 (the
+    # first and the last), 1,500 -> 2, 3,000 -> 4, 4,500 and 5,000 -> 7, 6,500 -> 10, 8,000 -> 12
+    assert counters(v)["marking_by_queue"] == [
+        {"from_bytes": 0, "to_bytes": 625, "ect": 2, "marked": 0, "ratio": 0.0},
+        {"from_bytes": 1251, "to_bytes": 1875, "ect": 1, "marked": 0, "ratio": 0.0},
+        {"from_bytes": 2501, "to_bytes": 3125, "ect": 1, "marked": 0, "ratio": 0.0},
+        {"from_bytes": 4376, "to_bytes": 5000, "ect": 2, "marked": 2, "ratio": 1.0},
+        {"from_bytes": 6251, "to_bytes": 6875, "ect": 1, "marked": 1, "ratio": 1.0},
+        {"from_bytes": 7501, "to_bytes": 8125, "ect": 1, "marked": 1, "ratio": 1.0}]
 
 
 def test_a_gso_packet_counts_its_segments():
@@ -120,12 +129,14 @@ def test_bad_configurations_name_the_parameter(kw, rate, message):
 
 
 def test_a_map_entry_decodes_from_its_packed_bytes():
-    # 22 little-endian u64 in the program's enum order (bpf/ecn_marker.bpf.c): written out field by field
+    # 54 little-endian u64 in the program's enum order (bpf/ecn_marker.bpf.c): written out field by field
     fixture = b"".join(n.to_bytes(8, "little") for n in (
         1_000_000_000, 100_000, 30_000, 30_000, 1 << 32, 3,  # 8gbit, 100KB, K 30KB twice, p = 1, mark | drop not-ECT
         123_456_789, 4_242,                                   # the last arrival, the backlog
         1000, 1_442_000, 900, 60, 40, 300, 25, 10, 50_470, 99_982,
-        4000, 3600, 1200, 140))                               # segments: all, ECT, marked, dropped
+        4000, 3600, 1200, 140,                                # segments: all, ECT, marked, dropped
+        500, 100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 300,  # ECT admitted by 16ths of the buffer found
+        0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 280))     # ... and marked
     values = decode(fixture)
     assert values["rate"] == 1_000_000_000 and values["ce_in"] == 40 and values["max_backlog"] == 99_982
     assert config_of(values) == {"rate": 1_000_000_000, "limit": 100_000, "min_threshold": 30_000,
@@ -136,9 +147,14 @@ def test_a_map_entry_decodes_from_its_packed_bytes():
     c = counters(values)
     assert c["marked"] == 300 and c["marking_ratio"] == round(1200 / 3600, 6)  # per wire packet, as receivers count
     assert c["marked_segs"] == 1200 and c["dropped_segs"] == 140
+    # buckets of 100,001 / 16 bytes: 0 .. 6,250, 6,251 .. 12,500, and the last 93,751 .. 100,000
+    assert c["marking_by_queue"] == [
+        {"from_bytes": 0, "to_bytes": 6250, "ect": 500, "marked": 0, "ratio": 0.0},
+        {"from_bytes": 6251, "to_bytes": 12500, "ect": 100, "marked": 20, "ratio": 0.2},
+        {"from_bytes": 93751, "to_bytes": 100000, "ect": 300, "marked": 280, "ratio": 0.933333}]
     assert c["drop_ratio"] == 0.035 and c["backlog_bytes"] == 4_242 and c["max_backlog_bytes"] == 99_982
     assert encode(config_of(values), values) == fixture
-    with pytest.raises(EcnError, match="is 16 bytes, not 176"):
+    with pytest.raises(EcnError, match="is 16 bytes, not 432"):
         decode(fixture[:16])
 
 

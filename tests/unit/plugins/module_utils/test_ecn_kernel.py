@@ -152,8 +152,13 @@ def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_rec
         assert delta["not_ect"] >= 400 and delta["marked"] == 0 and delta["early_dropped"] > 0, delta
         assert sum(1 for tos in not_ect if tos & 3) == 0
         assert len(not_ect) == 400 - delta["dropped"] - delta["early_dropped"]
-        print("ECT burst: %s; not-ECT burst: %s" % (
-            {k: after_ect[k] for k in ("packets", "marked", "dropped", "max_backlog")}, delta))
+        # the marking against the queue found: none below K (30 KB: buckets of 6,250 bytes), all from K's bucket on
+        from ansible_collections.aifabric.lab.plugins.module_utils._ecn import marking_by_queue
+        by_queue = marking_by_queue(after_ect)
+        assert all(b["marked"] == 0 for b in by_queue if b["to_bytes"] < 30_000), by_queue
+        assert all(b["ratio"] == 1.0 for b in by_queue if b["from_bytes"] >= 30_000), by_queue
+        print("ECT burst: %s; not-ECT burst: %s; marking by queue: %s" % (
+            {k: after_ect[k] for k in ("packets", "marked", "dropped", "max_backlog")}, delta, by_queue))
 
 
 @pytest.mark.needs_root

@@ -15,7 +15,8 @@ from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import F
 def packed_6_18():
     """A 280-byte tcp_info as Linux 6.18 fills it: an ECN connection in CWR after 3 retransmissions, 1 RTO."""
     raw = bytearray(280)
-    raw[0:8] = bytes([1, 2, 0, 0, 1, 0x08 | 0x10 | 0x07, 0x77, 0])  # ESTABLISHED, CA_CWR, backoff 1, ECN+seen+ts/sack/ws
+    # ESTABLISHED, CA_CWR, backoff 1, options ECN + ECN seen + timestamps, SACK, window scaling
+    raw[0:8] = bytes([1, 2, 0, 0, 1, 0x08 | 0x10 | 0x07, 0x77, 0])
     struct.pack_into("<IIII", raw, 8, 204000, 40000, 8948, 8948)     # rto, ato, snd_mss, rcv_mss
     struct.pack_into("<I", raw, 32, 2)                                # lost
     struct.pack_into("<IIII", raw, 68, 1250, 300, 30, 14)             # rtt, rttvar, snd_ssthresh, snd_cwnd
