@@ -326,7 +326,7 @@ flow:
       description:
         - With O(engine=tcp), the flow's congestion evidence from C(TCP_INFO) at its end, over its streams (a server's
           per admitted client, in RV(flow.flows)) - C(congestion) (the control it ran), C(ecn_negotiated),
-          C(ecn_seen) (an ECT packet came), C(ecn_mode), C(total_retrans), C(rto_timeouts) (C(tcpi_total_rto),
+          C(ecn_seen) (an ECT packet came), C(total_retrans), C(rto_timeouts) (C(tcpi_total_rto),
           Linux 6.7 on), C(backoff), C(lost), C(rtt_us), C(rttvar_us), C(min_rtt_us), C(snd_cwnd), C(delivered),
           C(delivered_ce) (the sender's packets acknowledged with ECE), C(received_ce) (the receiver's CE-marked
           segments, Linux 6.18 on), C(bytes_retrans), C(dsack_dups).

@@ -27,14 +27,14 @@ def packed_6_18():
     struct.pack_into("<QQ", raw, 200, 4_026_844, 26_844)              # bytes_sent, bytes_retrans
     struct.pack_into("<HHI", raw, 240, 1, 1, 210)                     # total_rto, recoveries, rto time
     struct.pack_into("<I", raw, 248, 0)                               # received_ce (the sender receives none)
-    struct.pack_into("<I", raw, 276, 1 | (0 << 2) | (0 << 4))         # ecn_mode 1 (RFC 3168)
+    struct.pack_into("<HH", raw, 276, 0, 1)                           # accecn_fail_mode, accecn_opt_seen
     return bytes(raw)
 
 
 def test_the_6_18_struct_decodes_every_field():
     info = tcp_info.decode(packed_6_18())
     assert info["state"] == 1 and info["ca_state_name"] == "cwr" and info["backoff"] == 1
-    assert info["ecn_negotiated"] and info["ecn_seen"] and info["ecn_mode"] == "rfc3168"
+    assert info["ecn_negotiated"] and info["ecn_seen"] and info["accecn_opt_seen"] == 1
     assert (info["rto_us"], info["snd_mss"], info["rtt_us"], info["rttvar_us"], info["snd_cwnd"]) == (
         204000, 8948, 1250, 300, 14)
     assert (info["total_retrans"], info["lost"], info["total_rto"], info["total_rto_time_ms"]) == (3, 2, 1, 210)
@@ -45,7 +45,7 @@ def test_the_6_18_struct_decodes_every_field():
 def test_an_older_kernel_s_short_struct_leaves_the_newer_fields_none():
     info = tcp_info.decode(packed_6_18()[:232])  # Linux 5.4-6.1: up to tcpi_rcv_wnd's predecessor
     assert info["delivered_ce"] == 37 and info["total_retrans"] == 3
-    assert info["total_rto"] is None and info["received_ce"] is None and info["ecn_mode"] is None
+    assert info["total_rto"] is None and info["received_ce"] is None and info["accecn_opt_seen"] is None
     old = tcp_info.decode(packed_6_18()[:104])  # Linux 2.6's 104 bytes
     assert old["total_retrans"] == 3 and old["bytes_acked"] is None and old["delivered_ce"] is None
 
