@@ -202,7 +202,7 @@ options:
           - Set C(net.ipv4.tcp_ecn) of the host's network namespace first - V(on) (1), V(accept) (2, the kernel's
             default), V(off) (0), V(accecn) (3, Linux 6.18 on). Unset, the host's setting stays.
         type: str
-        choices: [off, on, accept, accecn]
+        choices: ["off", "on", accept, accecn]
       congestion:
         description: The congestion control of the sockets (C(TCP_CONGESTION)), one the kernel has; unset, its default.
         type: str

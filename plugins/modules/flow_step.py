@@ -137,7 +137,7 @@ options:
             V(accecn) (3, Accurate ECN, Linux 6.18 on). Unset, the host's setting stays. A flow negotiates ECN when
             its sender has V(on) and its receiver V(on) or V(accept).
         type: str
-        choices: [off, on, accept, accecn]
+        choices: ["off", "on", accept, accecn]
       congestion:
         description:
           - The congestion control of the flows' sockets (C(TCP_CONGESTION)), one the host's kernel has
