@@ -41,7 +41,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 LAB_VARS    ?=
 LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
-.PHONY: help setup setup-test bpf demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
+.PHONY: help setup setup-test bpf congestion-demo demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
         history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
         clean-vmlab
@@ -124,6 +124,10 @@ bpf: .stamps/apt-bpf ## build the ECN marker (bpf/ecn_marker.bpf.c, clang-14) in
 	@$(BPF_CLANG) -O2 -g0 -target bpf -mcpu=v3 -Wall -Werror -c bpf/ecn_marker.bpf.c -o .stamps/ecn_marker.bpf.o
 	@python3 bpf/embed.py .stamps/ecn_marker.bpf.o bpf/ecn_marker.bpf.c plugins/module_utils/_ecn_program.py
 	@echo "bpf: plugins/module_utils/_ecn_program.py from bpf/ecn_marker.bpf.c"
+
+congestion-demo: setup ## the 8:1 incast on the netns lab, tail drop then ECN marking, side by side (LAB_VARS)
+	@trap 'ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/netns8 playbooks/incast.yml -e experiment_progress=false $(LAB_EXTRA)
 
 fabric-demo: setup ## elephants on a 2-leaf, 4-spine fabric: collisions, and what spreads them, side by side
 	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \
