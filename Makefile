@@ -28,6 +28,9 @@ APT_PKGS    := python3-venv iproute2 iperf3 procps
 TEST_PKGS   := chromium chromium-driver
 VMLAB_PKGS  := qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client linux-source-6.1 xz-utils make gcc \
                bc flex bison libelf-dev
+# the ECN marker's BPF program is built here, never on a host (`make bpf`): Debian 12's clang (its llvm comes with it)
+BPF_PKGS    := clang-14
+BPF_CLANG   := clang-14
 VMLAB_CACHE ?= /var/cache/aifabric-vmlab
 export AIFABRIC_VMLAB_CACHE := $(VMLAB_CACHE)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -38,7 +41,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 LAB_VARS    ?=
 LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
-.PHONY: help setup setup-test demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
+.PHONY: help setup setup-test bpf congestion-demo demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
         history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
         clean-vmlab
@@ -60,6 +63,9 @@ endef
 
 .stamps/apt: Makefile
 	$(call apt_ensure,$(APT_PKGS))
+
+.stamps/apt-bpf: Makefile
+	$(call apt_ensure,$(BPF_PKGS))
 
 .stamps/apt-vmlab: Makefile
 	$(call apt_ensure,$(VMLAB_PKGS))
@@ -110,6 +116,18 @@ setup-test: setup .stamps/venv-test .stamps/venv-docs ## install the test toolin
 demo: setup ## run the seed's barrier experiment on the embedded netns lab (UNTHROTTLED=1: nobody throttled; LAB_VARS)
 	@trap 'ansible-playbook playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
 	  ansible-playbook playbooks/demo.yml $(if $(UNTHROTTLED),-e '{"barrier_throttles": {}}') $(LAB_EXTRA)
+
+# the object is turned into Python (the instructions, the map's relocations, the source's SHA-256) that the modules
+# carry to the hosts; tests/unit/plugins/module_utils/test_ecn.py checks the hash and, with clang-14, the bytes
+bpf: .stamps/apt-bpf ## build the ECN marker (bpf/ecn_marker.bpf.c, clang-14) into plugins/module_utils/_ecn_program.py
+	@mkdir -p .stamps
+	@$(BPF_CLANG) -O2 -g0 -target bpf -mcpu=v3 -Wall -Werror -c bpf/ecn_marker.bpf.c -o .stamps/ecn_marker.bpf.o
+	@python3 bpf/embed.py .stamps/ecn_marker.bpf.o bpf/ecn_marker.bpf.c plugins/module_utils/_ecn_program.py
+	@echo "bpf: plugins/module_utils/_ecn_program.py from bpf/ecn_marker.bpf.c"
+
+congestion-demo: setup ## the 8:1 incast on the netns lab, tail drop then ECN marking, side by side (LAB_VARS)
+	@trap 'ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/netns8 playbooks/incast.yml -e experiment_progress=false $(LAB_EXTRA)
 
 fabric-demo: setup ## elephants on a 2-leaf, 4-spine fabric: collisions, and what spreads them, side by side
 	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \

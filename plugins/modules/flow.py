@@ -186,6 +186,23 @@ options:
         completes with its last stream. The server counts each as a client (O(expected_clients)).
     type: int
     default: 1
+  tcp:
+    description:
+      - With O(engine=tcp), how the kernel's TCP runs this flow or server (docs/congestion.md); as
+        M(aifabric.lab.flow_step)'s O(aifabric.lab.flow_step#module:tcp).
+    type: dict
+    default: {}
+    version_added: 0.5.0
+    suboptions:
+      ecn:
+        description:
+          - Set C(net.ipv4.tcp_ecn) of the host's network namespace first - V(on) (1), V(accept) (2, the kernel's
+            default), V(off) (0), V(accecn) (3, Linux 6.18 on). Unset, the host's setting stays.
+        type: str
+        choices: ["off", "on", accept, accecn]
+      congestion:
+        description: The congestion control of the sockets (C(TCP_CONGESTION)), one the kernel has; unset, its default.
+        type: str
   timeout:
     description:
       - Seconds the flow may take. A client counts from O(start_at) and ends with RV(flow.status=timeout) when it
@@ -302,6 +319,21 @@ flow:
         C(retransmits) and C(rtt_us).
       type: list
       elements: dict
+    tcp:
+      description:
+        - With O(engine=tcp), the flow's congestion evidence from C(TCP_INFO) at its end, over its streams (a server's
+          per admitted client, in RV(flow.flows)) - C(congestion) (the control it ran), C(ecn_negotiated),
+          C(ecn_seen) (an ECT packet came), C(total_retrans), C(rto_timeouts) (C(tcpi_total_rto),
+          Linux 6.7 on), C(backoff), C(lost), C(rtt_us), C(rttvar_us), C(min_rtt_us), C(snd_cwnd), C(delivered),
+          C(delivered_ce) (the sender's packets acknowledged with ECE), C(received_ce) (the receiver's CE-marked
+          segments, Linux 6.18 on), C(bytes_retrans), C(dsack_dups).
+        - A count the host's kernel does not fill is null (docs/congestion.md has the lab kernel's table).
+      type: dict
+      version_added: 0.5.0
+    tcp_ecn_sysctl:
+      description: With O(tcp.ecn), C(net.ipv4.tcp_ecn) before and after (C(before), C(after)).
+      type: dict
+      version_added: 0.5.0
     perftest_gbps:
       description: With O(engine=perftest), perftest's own BW average in Gb/s (the table's unit converted).
       type: float

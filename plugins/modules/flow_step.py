@@ -124,6 +124,27 @@ options:
             Mb/s rates; the VM lab uses 18, about 1.07 s).
         type: int
         version_added: 0.5.0
+  tcp:
+    description:
+      - With O(engine=tcp), how the kernel's TCP runs every server and client of this host (docs/congestion.md).
+    type: dict
+    default: {}
+    version_added: 0.5.0
+    suboptions:
+      ecn:
+        description:
+          - Set C(net.ipv4.tcp_ecn) of the host's network namespace before its servers listen and its flows connect -
+            V(on) (1, request ECN and accept it), V(accept) (2, the kernel's default, accept only), V(off) (0),
+            V(accecn) (3, Accurate ECN, Linux 6.18 on). Unset, the host's setting stays. A flow negotiates ECN when
+            its sender has V(on) and its receiver V(on) or V(accept).
+        type: str
+        choices: ["off", "on", accept, accecn]
+      congestion:
+        description:
+          - The congestion control of the flows' sockets (C(TCP_CONGESTION)), one the host's kernel has
+            (C(/proc/sys/net/ipv4/tcp_available_congestion_control)) - C(cubic), C(reno), C(bbr), C(dctcp) where it is
+            built. Unset, the kernel's default.
+        type: str
   servers: &servers
     description: The flow servers this host runs for the step.
     type: list

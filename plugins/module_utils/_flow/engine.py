@@ -115,6 +115,8 @@ class FlowSpec:
     streams: int = 1  # client: parallel connections (tcp) for one flow; the volume is split between them
     source_ports: list | None = None  # client (tcp): each stream's source port (None: the kernel picks)
     perftest: object = None  # a PerftestOptions, with the perftest engine
+    ecn: str | None = None  # tcp: net.ipv4.tcp_ecn of the host's namespace (tcp_info.ECN_SYSCTL's names); None: as is
+    congestion: str | None = None  # tcp: the congestion control of the flow's sockets (TCP_CONGESTION); None: default
 
 
 class ClientFlow(abc.ABC):

@@ -16,6 +16,8 @@ from .engine import FlowError, FlowSpec, PerftestOptions, check_start_window, en
 from .engine import check_address as _check_address
 from .perftest_args import perftest_argument_spec
 from .state import DEFAULT_STATE_DIR, UnsafeName, check_name
+from .tcp_info import ECN_SYSCTL
+from .tcp_info import options as _tcp_options
 
 
 def module_args():
@@ -37,6 +39,10 @@ def module_args():
         start_tolerance=dict(type="float", default=0.001),
         strict_start=dict(type="bool", default=False),
         streams=dict(type="int", default=1),
+        tcp=dict(type="dict", default={}, options=dict(
+            ecn=dict(type="str", choices=list(ECN_SYSCTL)),
+            congestion=dict(type="str"),
+        )),
         timeout=dict(type="float", default=300.0),
         interval=dict(type="float", default=1.0),
         expected_clients=dict(type="int", default=1),
@@ -81,6 +87,7 @@ def build_spec(params, now=None):
         start_tolerance=params["start_tolerance"],
         strict_start=params.get("strict_start", False),
         streams=params.get("streams", 1),
+        **_tcp_options(params.get("tcp"), params.get("engine", "tcp")),
     )
     if not params["token"]:
         raise FlowError("token: must not be empty; use one random token per run, the same on servers and clients")

@@ -17,6 +17,8 @@ from .engine import check_address as _check_address
 from .perftest_args import perftest_argument_spec
 from .program_spec import parse_program
 from .state import DEFAULT_STATE_DIR, UnsafeName, check_name
+from .tcp_info import ECN_SYSCTL
+from .tcp_info import options as _tcp_options
 
 
 def _server_options():
@@ -68,6 +70,10 @@ def module_args():
         step=dict(type="str"),
         engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
         perftest=dict(type="dict", default={}, options=perftest_argument_spec()),
+        tcp=dict(type="dict", default={}, options=dict(
+            ecn=dict(type="str", choices=list(ECN_SYSCTL)),
+            congestion=dict(type="str"),
+        )),
         servers=dict(type="list", elements="dict", default=[], options=_server_options()),
         clients=dict(type="list", elements="dict", default=[], options=_client_options()),
         rendezvous=dict(type="dict", required=True, options=dict(
@@ -177,6 +183,7 @@ def build_part(params):
         perftest = PerftestOptions.from_params(params["perftest"])
         if not perftest.device:
             raise FlowError("perftest.device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
+    tcp = _tcp_options(params.get("tcp"), params["engine"])
     grace = _step.GRACE
     part = _step.HostPart(party=params["party"], token=params["token"], engine=params["engine"],
                           rendezvous=rdv, arm_timeout=params["arm_timeout"], timeout=params["timeout"],
@@ -192,7 +199,7 @@ def build_part(params):
                         expected_clients=srv["expected_clients"], max_bytes=_size(srv.get("max_bytes"),
                                                                                   where + ".max_bytes"),
                         volume=_size(srv.get("volume"), where + ".volume"), duration=srv.get("duration"),
-                        timeout=params["arm_timeout"] + params["timeout"] + grace, perftest=perftest)
+                        timeout=params["arm_timeout"] + params["timeout"] + grace, perftest=perftest, **tcp)
         part.servers.append(spec)
     seen = set()
     for i, cli in enumerate(params["clients"]):
@@ -229,7 +236,7 @@ def build_part(params):
                         strict_start=params["strict_start"], start_tolerance=params["start_tolerance"],
                         source=_check_address(cli["source"], where + ".source") if cli.get("source") else None,
                         source_ports=_source_ports(cli.get("source_ports"), cli["streams"], params["engine"], where),
-                        perftest=flow_perftest)
+                        perftest=flow_perftest, **tcp)
         part.clients.append((spec, cli.get("annotations") or {}))
     return part
 

@@ -33,6 +33,7 @@ import struct
 import threading
 import time
 
+from . import tcp_info as _tcp_info
 from .clock import realtime, sleep_until
 from .engine import ClientFlow, FlowEngine, FlowSpec, refuse_if_late
 from .refusals import Refusals
@@ -219,6 +220,12 @@ class TcpClient(ClientFlow):
     # -- arming -----------------------------------------------------------------------------------------------
     def arm(self, deadline):
         spec = self.spec
+        if spec.ecn is not None:
+            try:
+                self.result["tcp_ecn_sysctl"] = _tcp_info.set_ecn(spec.ecn)
+            except (ValueError, OSError) as exc:
+                self.result["error"] = str(exc)
+                return False
         volumes = _split(spec.volume, spec.streams)
         if spec.volume is not None and min(volumes) < 1:
             self.result["error"] = "streams: %d streams for %d bytes leaves a stream empty; use fewer streams" % (
@@ -254,6 +261,13 @@ class TcpClient(ClientFlow):
                     # a port of this flow's own (the fabric lab chose it for its path); a connection of an earlier
                     # run may still hold it in TIME_WAIT
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if spec.congestion:
+                    try:
+                        _tcp_info.set_congestion(sock, spec.congestion)
+                    except ValueError as exc:
+                        sock.close()
+                        self.result["error"] = str(exc)
+                        return None
                 if spec.source or source_port:
                     sock.bind((spec.source or "", source_port))
                 sock.settimeout(max(0.2, min(5.0, deadline - _now())))
@@ -317,6 +331,8 @@ class TcpClient(ClientFlow):
             samples = sampler.finish(acked)
             received = sum(o[0] for o in outcomes)
             info = [tcp_info(s) for s in self.socks]
+            result["tcp"] = _tcp_info.summary([_tcp_info.read(s) for s in self.socks],
+                                              _tcp_info.congestion_of(self.socks[0]))
             duration = acked - start
             result.update(
                 bytes=received,
@@ -478,6 +494,15 @@ class TcpEngine(FlowEngine):
         """Bind and listen on the server's address (raises OSError: address not here, port taken...)."""
         listener = socket.socket(socket.AF_INET6 if ":" in spec.address else socket.AF_INET, socket.SOCK_STREAM)
         try:
+            try:
+                # the namespace's ECN setting before the first SYN comes; the accepted sockets inherit the listener's
+                # congestion control (it matters for what the server sends: its ACKs, a job's replies)
+                if spec.ecn is not None:
+                    _tcp_info.set_ecn(spec.ecn)
+                if spec.congestion:
+                    _tcp_info.set_congestion(listener, spec.congestion)
+            except ValueError as exc:
+                raise OSError(errno.EINVAL, str(exc)) from None
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind((spec.address, spec.port))
             # a backlog that holds a crowd of strangers as well as the step's clients: the server (or the rendezvous)
@@ -626,6 +651,8 @@ class TcpEngine(FlowEngine):
                 entry.update(status="error", error="connection ended after %d of %d bytes" % (received, volume))
                 return
             conn.settimeout(2.0)
+            # the receiver's side of the evidence: ECN negotiated, CE segments received (6.18), its ACKs' RTT
+            entry["tcp"] = _tcp_info.summary([_tcp_info.read(conn)], _tcp_info.congestion_of(conn))
             conn.sendall(_DONE.pack(received, first or 0.0, last or 0.0))
             entry["status"] = "ok"
         except Exception as exc:  # noqa: BLE001  whatever happens to one connection is that connection's result

@@ -71,6 +71,7 @@ def host_args(the_plan, host, step, token, throttle=None):
         "engine": the_plan.engine,
         "perftest": dict({k: v for k, v in the_plan.perftest.items() if k in PERFTEST_ARGS},
                          device=entry.rdma_device) if perftest else {},
+        "tcp": dict(the_plan.tcp),
         "servers": servers,
         "clients": clients,
         "rendezvous": rendezvous,
@@ -84,8 +85,8 @@ def host_args(the_plan, host, step, token, throttle=None):
     }
 
 
-_COMMON = ("token", "step", "engine", "perftest", "rendezvous", "arm_timeout", "timeout", "interval", "strict_start",
-           "start_tolerance")
+_COMMON = ("token", "step", "engine", "perftest", "tcp", "rendezvous", "arm_timeout", "timeout", "interval",
+           "strict_start", "start_tolerance")
 
 
 def common_args(the_plan, step, token):

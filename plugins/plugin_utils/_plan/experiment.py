@@ -27,6 +27,7 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     expect: {step_vs_predicted: 1.05, healthy_idle_share: 0.05, counters: clean, vs_baseline: 0.95}  # expect
     fabric: {hash: l4, seed: 1, placement: hash, port_seed: 0}  # the fabric lab only (_fabric.lab)
     job: {iterations: 20, compute_ms: 5, collectives: [{op: allreduce, algorithm: ring, size: 64MB}]}  # below
+    tcp: {ecn: on, congestion: cubic}  # tcp: every host's net.ipv4.tcp_ecn and its flows' congestion control
 
 With ``job`` (docs/jobs.md) the experiment is a training job instead of a pattern: every step runs the job's
 per-host programs (``_job.program.build_programs``) on the workers, from one instant, each worker's program server
@@ -90,7 +91,7 @@ class ExperimentError(PlanError):
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
           "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
-          "fabric", "job"}
+          "fabric", "job", "tcp"}
 _NOT_FOR_A_JOB = ("pattern", "volume", "root", "streams")
 
 
@@ -102,6 +103,38 @@ _NETNS_CONNECTIONS = ("aifabric.lab.netns", "netns")
 
 PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm",
                  "qp_timeout")  # flow_step's perftest options
+
+
+TCP_ECN = ("off", "on", "accept", "accecn")  # flow_step's tcp.ecn
+
+
+def _tcp(value, engine):
+    """The experiment's ``tcp`` options (flow_step's: ``ecn``, ``congestion``), checked; ``{}`` when not given."""
+    if value in (None, {}):
+        return {}
+    if not isinstance(value, dict) or set(value) - {"ecn", "congestion"}:
+        raise ExperimentError("experiment.tcp: %r; give {ecn: on|off|accept|accecn, congestion: cubic|reno|bbr|...}"
+                              % (value,))
+    if engine != "tcp":
+        raise ExperimentError("experiment.tcp: the kernel's TCP options are the tcp engine's; the %s engine's "
+                              "transport is the NIC's" % engine)
+    out = {}
+    ecn = value.get("ecn")
+    if ecn is True:  # YAML reads a bare on as true
+        ecn = "on"
+    elif ecn is False:
+        ecn = "off"
+    if ecn is not None:
+        if ecn not in TCP_ECN:
+            raise ExperimentError("experiment.tcp.ecn: %r; use one of %s" % (ecn, ", ".join(TCP_ECN)))
+        out["ecn"] = ecn
+    congestion = value.get("congestion")
+    if congestion is not None:
+        if not isinstance(congestion, str) or not congestion.replace("_", "").isalnum() or len(congestion) > 15:
+            raise ExperimentError("experiment.tcp.congestion: %r is not a congestion control's name (cubic, reno, "
+                                  "bbr; what the hosts' kernels have)" % (congestion,))
+        out["congestion"] = congestion
+    return out
 
 
 def _address(hostvars, host):
@@ -192,6 +225,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     if rdma_mtu not in (256, 512, 1024, 2048, 4096):
         raise ExperimentError("experiment.perftest.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
                               "(soft-RoCE on a 1500-byte link: 1024)" % (rdma_mtu,))
+    tcp = _tcp(experiment.get("tcp"), engine)
     job_spec = None
     try:
         if job is not None:
@@ -317,7 +351,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         batch_start=batch and engine == "tcp" and all(hosts[h].netns for h in participants),
         collective=Collective(name=pattern, ranks=len(workers), size=volume,
                               bus_factor=BUS_FACTOR[pattern](len(workers))) if pattern in COLLECTIVES else None,
-        fabric=fabric_spec)
+        fabric=fabric_spec, tcp=tcp)
     if job_spec is not None:
         the_plan.job = _job_plan(job, job_spec, workers, port, hosts, path)
     if fabric_spec:

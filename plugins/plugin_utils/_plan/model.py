@@ -374,6 +374,7 @@ class Plan:
     fabric: FabricPlan | None = None
     baseline: dict | None = None  # the history's run a vs_baseline gate compares with (recorded with the plan)
     job: JobPlan | None = None  # a training job: the steps run its programs on the hosts (docs/jobs.md)
+    tcp: dict = field(default_factory=dict)  # the tcp engine's kernel options: {ecn, congestion} (flow_step's tcp)
 
     # -- derived --------------------------------------------------------------------------------------------------
     @property
@@ -441,6 +442,8 @@ class Plan:
         }
         if self.job:  # (only then: a plan without a job keeps the dict form it always had)
             out["job"] = self.job.to_dict()
+        if self.tcp:  # (likewise)
+            out["tcp"] = dict(self.tcp)
         if views:
             out.update(participants=self.participants, throttled=self.throttled)
         return out
@@ -493,6 +496,7 @@ def _common(data):
         fabric=FabricPlan.from_dict(fabric) if isinstance(fabric, dict) else None,
         baseline=dict(data["baseline"]) if isinstance(data.get("baseline"), dict) and data["baseline"] else None,
         job=JobPlan.from_dict(data["job"]) if isinstance(data.get("job"), dict) else None,
+        tcp=dict(data.get("tcp") or {}),
     )
 
 

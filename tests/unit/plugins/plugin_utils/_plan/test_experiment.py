@@ -251,3 +251,35 @@ def test_a_jobs_prediction_reads_the_plans_paths_and_its_throttle():
     assert [max(e[i] for e in ends) for i in range(2)] == pytest.approx([0.090, 0.180], abs=1e-9)
     ends = [p.job.predict(p, throttle=False)["results"][h]["iteration_end"] for h in p.job.ranks]
     assert [max(e[i] for e in ends) for i in range(2)] == pytest.approx([0.050, 0.100], abs=1e-9)
+
+
+def test_the_tcp_options_reach_every_host_s_flow_step_arguments():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import batch_args, host_args
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan
+
+    # YAML reads a bare `ecn: on` as true: it means on
+    p = plan({"name": "i", "tcp": {"ecn": True, "congestion": "cubic"}}, GROUPS, HOSTVARS)
+    assert p.tcp == {"ecn": "on", "congestion": "cubic"}
+    assert host_args(p, "worker1", "i", "t")["tcp"] == {"ecn": "on", "congestion": "cubic"}
+    assert Plan.from_dict(p.to_dict()).tcp == p.tcp
+    # no tcp options: the plan's dict form is as before, the hosts keep their settings
+    bare = plan({"name": "i"}, GROUPS, HOSTVARS)
+    assert "tcp" not in bare.to_dict() and host_args(bare, "sink", "i", "t")["tcp"] == {}
+    netns = {h: dict(v, ansible_connection="aifabric.lab.netns") for h, v in HOSTVARS.items()}
+    assert batch_args(plan({"name": "i", "tcp": {"ecn": "off"}}, GROUPS, netns), "i", "t")["tcp"] == {"ecn": "off"}
+
+
+@pytest.mark.parametrize("tcp, message", [
+    ({"ecn": "sometimes"}, "experiment.tcp.ecn: 'sometimes'; use one of off, on, accept, accecn"),
+    ({"congestion": "cubic; reboot"}, "experiment.tcp.congestion: 'cubic; reboot' is not a congestion control"),
+    ({"window": 3}, "experiment.tcp: {'window': 3}; give {ecn"),
+])
+def test_bad_tcp_options_are_named(tcp, message):
+    with pytest.raises(ExperimentError, match=message.replace("(", r"\(").replace("{", r"\{")):
+        plan({"name": "i", "tcp": tcp}, GROUPS, HOSTVARS)
+
+
+def test_tcp_options_are_the_tcp_engine_s():
+    hostvars = {h: dict(v, lab_rdma_device="rxe0") for h, v in HOSTVARS.items()}
+    with pytest.raises(ExperimentError, match="experiment.tcp: the kernel's TCP options are the tcp engine's"):
+        plan({"name": "i", "engine": "perftest", "tcp": {"ecn": "on"}}, GROUPS, hostvars)
