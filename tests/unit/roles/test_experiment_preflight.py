@@ -34,6 +34,10 @@ PLAY = """
 - name: The experiment role's preflight on two local hosts
   hosts: sinks:workers
   gather_facts: false
+  # a state directory of the test's own: what other runs left on this machine is not this test's (the leftovers check)
+  module_defaults:
+    aifabric.lab.preflight_info:
+      state_dir: "@STATE@"
   tasks:
     - name: Plan an incast over the loopback interface
       ansible.builtin.set_fact:
@@ -65,7 +69,7 @@ def _task(out, name):
 def play(tmp_path, *args):
     """``(rc, stdout)`` of the play, with the default callback and none of the checkout's settings (its callback)."""
     (tmp_path / "hosts.yml").write_text(INVENTORY % sys.executable)
-    (tmp_path / "play.yml").write_text(PLAY)
+    (tmp_path / "play.yml").write_text(PLAY.replace("@STATE@", str(tmp_path / "state")))
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "AIFABRIC_"))}
     env.update(ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1",
