@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Turn the clang-built ECN marker (an ELF relocatable for the bpf target) into plugins/module_utils/_ecn_program.py:

@@ -40,7 +40,7 @@ def test_step_marks_at_k_drops_above_the_buffer_and_drains_at_the_rate():
     # 8 Mbit/s = 1,000,000 B/s: 1,000 bytes per millisecond. K 4,000 B, buffer 10,000 B, frames of 1,500 B.
     q = VirtualQueue(desired_marker(params(), 8_000_000))
     t = SEC  # the first arrival: the queue has drained since time 0, it is empty
-    assert [q.arrive(t, 1500, ecn=2) for _ in range(3)] == ["pass", "pass", "pass"]  # found 0, 1500, 3000
+    assert [q.arrive(t, 1500, ecn=2) for _i in range(3)] == ["pass", "pass", "pass"]  # found 0, 1500, 3000
     assert q.values["backlog"] == 4500
     assert q.arrive(t, 1500, ecn=2) == "mark"  # found 4500 >= K
     t += 1_000_000  # 1 ms: 1,000 bytes drained, 6,000 -> 5,000
@@ -173,7 +173,7 @@ def test_the_filter_name_carries_the_map_id():
 
 def test_relocate_puts_the_map_fd_in_the_ld_imm64():
     # r1 = 0 ll (opcode 0x18, dst r1), then exit (0x95): as clang emits a map's address before its relocation
-    insns = bytes.fromhex("1801000000000000" "0000000000000000" "9500000000000000")
+    insns = bytes.fromhex("1801000000000000" + "0000000000000000" + "9500000000000000")
     out = _bpf.relocate(insns, (0,), 7)
     assert out[:8] == bytes.fromhex("1811000007000000") and out[8:] == insns[8:]
     with pytest.raises(ValueError, match="instruction 2 is not an ld_imm64"):

@@ -39,7 +39,7 @@ def _burst(sender, receiver, tos, count):
     """``count`` datagrams with TOS ``tos`` as fast as the socket takes them; the TOS bytes the receiver got."""
     sender.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
     payload = b"\0" * PAYLOAD
-    for _ in range(count):
+    for _i in range(count):
         while True:
             try:
                 sender.sendto(payload, (ADDR_B, PORT))
