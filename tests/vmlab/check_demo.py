@@ -29,7 +29,8 @@ link, throttle = rate(step["bottleneck"]), rate(w["vm2b"]["throttle"])
 fair = {"vm2": link - throttle, "vm2b": throttle}
 for host, share in fair.items():
     # a rate inside a CPU-bound emulated guest is its CPU's, not the network's: printed beside its share, not asserted
-    assert w[host]["gbps"] > 0, (host, w[host])
+    # what holds on any machine: the flow ended ok and its bytes arrived (the rate is its CPU's: printed only)
+    assert w[host]["status"] == "ok" and w[host]["bytes"] > 0, (host, w[host])
     print("vmlab demo: %s %.4f Gb/s, %.1f%% of its shaped share (%.4f Gb/s)"
           % (host, w[host]["gbps"], 100 * w[host]["gbps"] / (share * factor / 1000), share * factor / 1000))
 assert step["straggler"]["host"] == "vm2b" and "tc htb on mv0" in step["straggler"]["cause"], step["straggler"]
