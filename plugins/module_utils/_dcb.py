@@ -394,7 +394,7 @@ def _answer(replies, attr):
         value = reply.get_attr(attr)
         if value is not None:
             return value - 256 if value > 127 else value
-    return None
+    return 0   # no status attribute: the request was taken
 
 
 def _send(ipr, ifname, what, before, after):
