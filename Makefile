@@ -199,7 +199,7 @@ vmlab-test: vmlab-setup setup-test ## the VM tier of the tests alone
 test: setup-test .stamps/apt-vmlab ## run the whole test suite (lint, sanity, units, ansible-core matrix, integration, molecule, VM lab)
 	@bash tests/run-all.sh
 
-test-matrix: setup-test ## every ansible-core's units, sanity on the ends, the hosts' Pythons (V=, SANITY=all)
+test-matrix: setup-test ## every ansible-core's units and sanity (the shipped content between the ends), the hosts' Pythons (V=, SANITY=all)
 	bash tests/matrix/run.sh $(if $(SANITY),--sanity $(SANITY)) $(V)
 
 docs: setup-test ## build the collection's docsite (antsibull-docs, Sphinx) into build/docsite/build/html

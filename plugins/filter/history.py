@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aifabric.lab contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the run history (``plugin_utils/_history``): list the runs, compare two, export, as text. They read;
-the ``aifabric.lab.history`` action writes (``history_record`` and ``history_rebuild``, which write, are deprecated in
+"""Filters of the run history (``plugin_utils/_history``): list the runs, compare two, export, as text. They read
+(``_history.store.read_history``: no file created, no schema or PRAGMA written, nothing rebuilt); the
+``aifabric.lab.history`` action writes (``history_record`` and ``history_rebuild``, which write, are deprecated in
 meta/runtime.yml)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import sqlite3
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.display import Display
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import compare as _compare
 from ansible_collections.aifabric.lab.plugins.plugin_utils._history import export as _export
@@ -61,8 +63,11 @@ def history_rebuild(runs_dir, db=None):
 
 
 def history_runs(db, limit=None, runs_dir=None, sync=False):
-    return _call("history_runs", _store.list_runs, _db(db, runs_dir, "history_runs"), limit=limit,
-                 runs_dir=runs_dir, sync=bool(sync))
+    if boolean(sync, strict=False):
+        raise AnsibleFilterError("history_runs: sync=true writes the history, and a filter only reads; index the run "
+                                 "directories first with the aifabric.lab.history action (sync: true, runs_dir: ...), "
+                                 "as playbooks/history.yml does, then call history_runs without sync")
+    return _call("history_runs", _store.read_runs, _db(db, runs_dir, "history_runs"), limit=limit, runs_dir=runs_dir)
 
 
 def history_table(rows):

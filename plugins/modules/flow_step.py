@@ -267,6 +267,17 @@ options:
             microseconds, and, with O(state=started), when it passed more than 1 s ago or lies further ahead than
             O(arm_timeout) allows.
         type: raw
+      result_grace:
+        description:
+          - Seconds past the step's O(timeout) that the coordinating host waits for a late host's results before it
+            fails the step naming that host (and that the servers outlive the timeout by). A host that hangs (a
+            stopped process, a link gone down) is then failed at O(timeout) plus this grace, plus 10 s that the
+            coordinator gives every host to report after it aborts the step.
+          - Lower it where a hung host should be named sooner and the hosts end their flows promptly (a lab of
+            namespaces); raise it for hosts slow to report (a loaded VM).
+        type: float
+        default: 30
+        version_added: 0.5.0
   program: &program
     description:
       - This host's job program (C(docs/job-contract.md) section 1) - C(version) 1, C(iterations), C(listen) (where

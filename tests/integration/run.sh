@@ -30,8 +30,15 @@ for t in "${names[@]}"; do
   else
     pb=$(mktemp --suffix=.yml)
     printf -- '- name: Target %s\n  hosts: localhost\n  connection: local\n  gather_facts: false\n  roles:\n    - %s\n' "$t" "$t" > "$pb"
-    ansible-playbook -i localhost, -e 'ansible_python_interpreter={{ ansible_playbook_python }}' "$pb" && ok=1 || ok=0
-    rm -f "$pb"
+    # its runs (the report callback writes one for a step it sees) in a directory of its own, not the checkout's
+    # runs/; every report it wrote is checked against docs/report.schema.json, then the directory is removed
+    runs=$(mktemp -d)
+    AIFABRIC_RUNS_DIR=$runs ansible-playbook -i localhost, -e 'ansible_python_interpreter={{ ansible_playbook_python }}' \
+      "$pb" && ok=1 || ok=0
+    if [ "$ok" = 1 ] && [ -n "$(find "$runs" -name report.json -print -quit)" ]; then
+      python3 "$root/tests/integration/validate_reports.py" "$runs" || ok=0
+    fi
+    rm -rf "$pb" "$runs"
   fi
   if [ "$ok" = 1 ]; then passed=$((passed+1)); else failed=$((failed+1)); echo "FAILED: $t"; fi
   [ -z "$junit_root" ] || python3 "$root/tests/slowest_tasks.py" "$junit_root/$t" 8 | sed "s/^/  [$t] /" || true

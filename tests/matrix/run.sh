@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # The ansible-core matrix and the lab hosts' Pythons. For every version in tests/matrix/ansible-core.txt: the unit tier
 # in its own pinned venv (.matrix/ansible-core-<version>: that ansible-core on the first of its Pythons this machine
-# has, the collection's pins from constraints.txt, pytest), and ansible-test sanity on the oldest and the newest
-# version (--sanity all: on every one). For every host Python (3.9 and 3.10: RHEL 9, Ubuntu 22.04): the tests that run
-# on a host, sanity's compile and import of the modules and module_utils, and the host-side unit tests
-# (tests/matrix/host-units.sh), with the newest ansible-core's ansible-test and module_utils (the oldest version's
-# sanity runs compile and import on them too).
+# has, the collection's pins from constraints.txt, pytest and the report tests' parsers), then ansible-test sanity:
+# on the oldest and the newest version every test on the whole tree, on the versions between them every test on the
+# collection's shipped content (plugins/ meta/ roles/ playbooks/ changelogs/: --sanity shipped, the default; the
+# tests' and benchmarks' own code is the same on every version and is checked on the ends). For every host Python
+# (3.9 and 3.10: RHEL 9, Ubuntu 22.04): the tests that run on a host, sanity's compile and import of the modules and
+# module_utils, and the host-side unit tests (tests/matrix/host-units.sh), with the newest ansible-core's ansible-test
+# and module_utils (the oldest version's sanity runs compile and import on them too).
 #   run.sh                      everything
 #   run.sh --skip-current       leaves out the version .venv runs (make test covers it in tiers of its own; the host
 #                               rows then use .venv)
-#   run.sh --sanity all|ends|none    where sanity runs (ends: the oldest and the newest version, the default)
+#   run.sh --sanity all|shipped|ends|none
+#                               where sanity runs: every test on the whole tree on every version (all); on the whole
+#                               tree on the ends and on the shipped content between them (shipped, the default); on
+#                               the ends alone (ends); nowhere (none)
 #   run.sh --units all|lean     the unit tests each version runs: all of them (the default), or, lean (make test),
 #                               the whole suite on the oldest version and on the first row of each controller Python
 #                               (.venv's Python counts as run: the unit tier), and on the other rows the tests that
@@ -34,17 +39,20 @@ else
   current=$(grep -E '^ansible-core==' constraints.txt | cut -d= -f3)
 fi
 pytest_pin=$(grep -E '^pytest==' requirements-test.txt)
+# what the unit tests read reports with (report.json against its JSON Schema, metrics.prom with Prometheus' parser):
+# in every row, so that no row skips those tests
+report_pins=$(grep -E '^(jsonschema|prometheus_client)==' requirements-test.txt | tr '\n' ' ')
 versions=()
 hosts=()
 skip_current=0
 row= rowdir=
-sanity_mode=ends
+sanity_mode=shipped
 units_mode=all
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-current) skip_current=1 ;;
     --row) row=${2:?--row ROW DIR} rowdir=${3:?--row ROW DIR}; shift 2 ;;
-    --sanity) sanity_mode=${2:?--sanity all, ends or none}; shift ;;
+    --sanity) sanity_mode=${2:?--sanity all, shipped, ends or none}; shift ;;
     --sanity=*) sanity_mode=${1#--sanity=} ;;
     --units) units_mode=${2:?--units all or lean}; shift ;;
     --units=*) units_mode=${1#--units=} ;;
@@ -55,7 +63,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$sanity_mode" in all|ends|none) ;; *) echo "matrix: --sanity $sanity_mode: use all, ends or none"; exit 2 ;; esac
+case "$sanity_mode" in all|shipped|ends|none) ;; *) echo "matrix: --sanity $sanity_mode: use all, shipped, ends or none"
+  exit 2 ;; esac
 case "$units_mode" in all|lean) ;; *) echo "matrix: --units $units_mode: use all or lean"; exit 2 ;; esac
 if [ -z "$row" ] && [ ${#versions[@]} -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
   mapfile -t versions <<<"$listed"
@@ -89,10 +98,15 @@ with open(os.path.join(os.path.dirname(ansible_test.__file__), "_util", "target"
 print(",".join(namespace["CONTROLLER_PYTHON_VERSIONS"]))
 EOF
 }
-sanity_in() {   # sanity_in VENV LOG [HOSTS]: controller sanity, then compile and import on each of HOSTS' Pythons
-  local venv=$1 log=$2 rc=0 h
-  PATH="$venv/bin:$PATH" bash tests/sanity/run.sh > "$log" 2>&1 || rc=1
-  for h in ${3:-}; do
+# The collection's shipped content, which --sanity shipped checks on the versions between the ends (the ends check the
+# whole tree: the tests, benchmarks and scripts too)
+SHIPPED=(plugins/ meta/ roles/ playbooks/ changelogs/)
+sanity_in() {   # sanity_in VENV LOG [HOSTS [TARGETS...]]: controller sanity (on TARGETS, or the whole tree), then
+                # compile and import on each of HOSTS' Pythons
+  local venv=$1 log=$2 hosts=${3:-} rc=0 h
+  shift 2; [ $# -eq 0 ] || shift
+  PATH="$venv/bin:$PATH" bash tests/sanity/run.sh "$@" > "$log" 2>&1 || rc=1
+  for h in $hosts; do
     PATH="$venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" >> "$log" 2>&1 \
       || {
       [ $? -eq 3 ] && { echo "sanity: compile and import on Python $h skipped: this machine lacks it"; continue; }
@@ -118,14 +132,14 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
   pyv=$("$python" -V 2>&1 | cut -d' ' -f2)
   echo "ansible-core $v: venv $venv on $python ($pyv)"
   start=$SECONDS
-  stamp="$venv/.aifabric-$(cat requirements.txt constraints.txt <(echo "$pytest_pin $python $("$python" -VV)") \
+  stamp="$venv/.aifabric-$(cat requirements.txt constraints.txt <(echo "$pytest_pin $report_pins $python $("$python" -VV)") \
     | sha256sum | cut -c1-12)"
   if [ ! -e "$stamp" ]; then
     rm -rf "$venv"
     # the collection's pins without .venv's ansible-core: this venv's ansible-core is the matrix's
     if ! { "$python" -m venv "$venv" && grep -v '^ansible-core==' constraints.txt > "$venv/constraints.txt" \
            && "$venv/bin/pip" install -q --disable-pip-version-check -c "$venv/constraints.txt" -r requirements.txt \
-                "ansible-core==$v" "$pytest_pin"; }; then
+                "ansible-core==$v" "$pytest_pin" $report_pins; }; then
       echo "ansible-core $v: its venv could not be built ($venv)"
       failed=$((failed + 1)); rows+=("$v|$pyv|venv FAILED|venv FAILED|$((SECONDS - start))|"); return
     fi
@@ -144,19 +158,8 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
     failed=$((failed + 1)); rows+=("$v|$pyv|controller Pythons $supports|not run||"); return
   fi
   if newer "$v" "$host_core"; then host_core_venv=$venv host_core=$v; fi
-  sanity=-; sanity_s=
-  ends=0; [ "$v" = "$oldest" ] || [ "$v" = "$newest" ] && ends=1
-  if [ "$sanity_mode" = all ] || { [ "$sanity_mode" = ends ] && [ "$ends" = 1 ]; }; then
-    start=$SECONDS
-    # the host Pythons' compile and import here too, but for the newest: the host rows run them with it
-    if sanity_in "$venv" "$venv/sanity.log" "$([ "$v" = "$newest" ] || echo "$HOST_PYTHONS")"; then sanity=passed
-    else sanity=FAILED; tail -40 "$venv/sanity.log"; fi
-    sanity_s=$((SECONDS - start))
-    echo "ansible-core $v: sanity $sanity in $sanity_s s ($(grep -cE '^Running sanity test' "$venv/sanity.log")" \
-      "tests," \
-      "Pythons $(grep -oE '^Running sanity test "[a-z-]+" on Python [0-9.]+' "$venv/sanity.log" | awk '{print $NF}' \
-      | sort -uV | paste -sd' '), log $venv/sanity.log)"
-  fi
+  # The units first: they mostly wait (sockets, timers, child processes), so another row's sanity, which is CPU and
+  # runs one at a time (tests/sanity/run.sh's lock), goes on beside them instead of this row waiting for the lock.
   start=$SECONDS
   marks="not needs_root" scope=
   if [ "${MATRIX_UNITS_SCOPE:-all}" = core ]; then
@@ -170,6 +173,31 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
   summary=$(tail -n1 "$venv/units.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
   echo "ansible-core $v: units $units in $units_s s ($summary$scope)"
   [ -z "$scope" ] || summary="$summary, reaching ansible-core"
+  sanity=-; sanity_s=
+  ends=0; [ "$v" = "$oldest" ] || [ "$v" = "$newest" ] && ends=1
+  targets=()   # the whole tree
+  case "$sanity_mode" in
+    all) ;;
+    ends) [ "$ends" = 1 ] || targets=(none) ;;
+    shipped) [ "$ends" = 1 ] || targets=("${SHIPPED[@]}") ;;
+    none) targets=(none) ;;
+  esac
+  if [ "${targets[*]:-}" != none ]; then
+    start=$SECONDS
+    # the host Pythons' compile and import on the oldest (and, --sanity all, every version but the newest: the host
+    # rows run them with it)
+    hosts_here=
+    if [ "$v" != "$newest" ] && { [ "$v" = "$oldest" ] || [ "$sanity_mode" = all ]; }; then hosts_here=$HOST_PYTHONS; fi
+    if sanity_in "$venv" "$venv/sanity.log" "$hosts_here" "${targets[@]}"; then sanity=passed
+    else sanity=FAILED; tail -40 "$venv/sanity.log"; fi
+    sanity_s=$((SECONDS - start))
+    what="the whole tree"; [ ${#targets[@]} -eq 0 ] || what="${targets[*]}"
+    [ "$sanity" = FAILED ] || sanity="$sanity$([ ${#targets[@]} -eq 0 ] || echo " (shipped)")"
+    echo "ansible-core $v: sanity $sanity in $sanity_s s ($(grep -cE '^Running sanity test' "$venv/sanity.log")" \
+      "tests on $what," \
+      "Pythons $(grep -oE '^Running sanity test "[a-z-]+" on Python [0-9.]+' "$venv/sanity.log" | awk '{print $NF}' \
+      | sort -uV | paste -sd' '), log $venv/sanity.log)"
+  fi
   [ "$sanity" != FAILED ] && [ "$units" = passed ] || failed=$((failed + 1))
   rows+=("$v|$pyv|$sanity|$units: $summary|$sanity_s|$units_s")
 }
@@ -221,8 +249,8 @@ fi
 # namespace of their own (unshare --net, its loopback up, and /sys mounted again as ip netns exec does, so that
 # /sys/class/net is that namespace's: MATRIX_UNITS_NS), so that two rows' tests binding the same loopback port never
 # meet (the venvs are built outside it: pip needs the index); otherwise (not root, no unshare,
-# MATRIX_JOBS=1) one row at a time. ansible-test sanity, which is CPU, runs in one row
-# at a time (a lock). The rows' output is printed in the matrix's order once they have all ended.
+# MATRIX_JOBS=1) one row at a time. ansible-test sanity, which is CPU, runs one at a time per Python (a lock in
+# tests/sanity/run.sh), and a row runs its units before it. The rows' output is printed in the matrix's order once they have all ended.
 mkdir -p "$root/.matrix"
 rowdir=$(mktemp -d "$root/.matrix/rows.XXXXXX")
 trap 'rm -rf "$rowdir"' EXIT

@@ -12,12 +12,17 @@ host_python=
 if [ "${1:-}" = --host-python ]; then
   host_python=${2:?--host-python needs a version, like 3.9}; shift 2
 fi
-# One sanity run at a time on this checkout (make test's sanity tier and the matrix's rows run side by side): they share
-# this copy and ~/.ansible/test.
+# The Python the tests run on: a host's (--host-python), or the controller's that ansible-test runs on.
+py=${host_python:-$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')}
+# One sanity run at a time per Python on this checkout (make test's sanity tier and the matrix's rows run side by side):
+# runs on one Python share ansible-test's virtual environments for it (~/.ansible/test/venv/<test>/<Python>/, which
+# ansible-test removes and makes again when it finds one half made), so they wait for each other; runs on different
+# Pythons share none and go on at once, each in a copy of its own.
 mkdir -p "$root/build"
-exec 9> "$root/build/.sanity.lock"
+exec 9> "$root/build/.sanity-$py.lock"
 flock 9
-dest="$root/build/ansible-test/ansible_collections/aifabric/lab"
+work="$root/build/ansible-test-$py"
+dest="$work/ansible_collections/aifabric/lab"
 rm -rf "$dest"
 mkdir -p "$dest"
 cd "$root"
@@ -39,14 +44,14 @@ for v in $pip_versions 24.2 24.3.1 25.0.1; do
   cp "$root/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/.get_pip.$$ && mv -f ~/.ansible/test/cache/.get_pip.$$ ~/.ansible/test/cache/get_pip_${v//./_}.py
 done
 if [ -z "$host_python" ]; then
-  exec ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --local \
+  exec ansible-test sanity --python "$py" --local \
     --color no "$@"
 fi
 # A lab host's Python: ansible-test finds python3.X by that name on PATH, so a directory holding only that name goes
 # first (a pyenv shim of the same name fails unless pyenv selected that version).
 found=$(bash "$root/tests/matrix/find-python.sh" "$host_python") \
   || { echo "sanity: no Python $host_python on this machine (pyenv's versions, /usr/bin, PATH): skipped"; exit 3; }
-bin="$root/build/ansible-test/python-$host_python"
+bin="$work/python-$host_python"
 mkdir -p "$bin" && ln -sfn "$found" "$bin/python$host_python"
 echo "sanity on a host's Python: $found"
 PATH="$bin:$PATH" exec ansible-test sanity --python "$host_python" --local --color no --test compile --test import "$@"

@@ -12,6 +12,11 @@ inv=inventories/vmlab/hosts.yml
 export JUNIT_OUTPUT_DIR=$AIFABRIC_VMLAB_CACHE/junit JUNIT_HIDE_TASK_ARGUMENTS=true
 export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report,ansible.builtin.junit
 rm -rf "$JUNIT_OUTPUT_DIR"
+# The runs the tier's playbooks make (those with flows: vmlab_proof, perftest_faults) go to the cache, not to the
+# checkout's runs/ (ansible.cfg): every report.json there is validated against docs/report.schema.json after the last
+# of them (tests/integration/validate_reports.py); the demo's run has a directory of its own, validated after it.
+export AIFABRIC_RUNS_DIR=$AIFABRIC_VMLAB_CACHE/runs
+rm -rf "$AIFABRIC_RUNS_DIR"
 down() { ansible-playbook -i "$inv" playbooks/vmlab_down.yml > /dev/null 2>&1 || lab/vm/vm.sh stop || true; }
 trap down EXIT
 nothing_left() {
@@ -36,6 +41,7 @@ AIFABRIC_RUNS_DIR="$demo_runs" ansible-playbook -i "$inv" playbooks/vmlab_demo.y
   || { tail -40 "$AIFABRIC_VMLAB_CACHE/demo.log"; exit 1; }
 python3 tests/vmlab/check_demo.py "$(ls -d "$demo_runs"/*/report.json | head -n1)" \
   || { sed -n '/BARRIER REPORT/,$p' "$AIFABRIC_VMLAB_CACHE/demo.log"; exit 1; }
+python3 tests/integration/validate_reports.py "$demo_runs"
 rm -rf "$demo_runs"
 echo "vmlab: playbooks/vmlab_demo.yml passed in $((SECONDS - ts)) s"
 # The hardware modules against the guests' real kernels, each with its log kept in the cache on failure.
@@ -114,6 +120,12 @@ echo "vmlab: the preflight passed the prepared guests and named the broken one i
 # Last: perftest killed mid-flow (a crash, a timeout) can wedge the 6.1 guest kernel's soft-RoCE and the data link
 # with it (rxe_pool cleanup warning), so nothing that needs the link runs after this.
 run_pb tests/vmlab/perftest_faults.yml
+# every report the tier's runs wrote (in the cache: kept there) against docs/report.schema.json
+if [ -n "$(find "$AIFABRIC_RUNS_DIR" -name report.json -print -quit 2>/dev/null)" ]; then
+  python3 tests/integration/validate_reports.py "$AIFABRIC_RUNS_DIR"
+else
+  echo "vmlab: the tier's playbooks wrote no report.json beside the demo's (validated above)"
+fi
 t3=$SECONDS
 ansible-playbook -i "$inv" playbooks/vmlab_down.yml > /dev/null
 nothing_left

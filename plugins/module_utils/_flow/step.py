@@ -406,7 +406,8 @@ class _Daemon:
         try:
             coordinator = Coordinator(self.coordinator_listener, part.token, part.rendezvous["parties"],
                                       self.arm_deadline, part.timeout, start_at=part.rendezvous.get("start_at"),
-                                      grace=GRACE, wait_for_controller=part.rendezvous.get("wait_for_collect", True),
+                                      grace=part.rendezvous.get("result_grace", GRACE),
+                                      wait_for_controller=part.rendezvous.get("wait_for_collect", True),
                                       store=store if os.path.isdir(store) else None)
             record = coordinator.run()  # a crash inside it still returns the record, with every result it had
         except Exception as exc:  # noqa: BLE001  the controller must get a record whatever happened

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from .. import _netns_enter as _netns
@@ -84,6 +85,7 @@ def module_args():
             expected_flows=dict(type="dict", default={}),
             wait_for_collect=dict(type="bool", default=True),
             start_at=dict(type="raw"),
+            result_grace=dict(type="float", default=_step.GRACE),
         )),
         counters=dict(type="dict", options=_counters_options()),
         program=dict(type="dict"),
@@ -184,7 +186,10 @@ def build_part(params):
         if not perftest.device:
             raise FlowError("perftest.device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
     tcp = _tcp_options(params.get("tcp"), params["engine"])
-    grace = _step.GRACE
+    grace = rdv["result_grace"] = float(_step.GRACE if rdv.get("result_grace") is None else rdv["result_grace"])
+    if not (math.isfinite(grace) and 0 <= grace <= 3600):
+        raise FlowError("rendezvous.result_grace: %r; give seconds from 0 to 3600 (how long past the timeout the "
+                        "coordinator and the servers wait for a late host's results)" % (grace,))
     part = _step.HostPart(party=params["party"], token=params["token"], engine=params["engine"],
                           rendezvous=rdv, arm_timeout=params["arm_timeout"], timeout=params["timeout"],
                           step=params.get("step"), counters=params.get("counters"),
@@ -345,7 +350,7 @@ def run_module(module):
             module.fail_json(msg="state=collected runs on the coordinating host (rendezvous.host=%s), not on %s"
                              % (part.rendezvous["host"], part.party))
         wait = params["wait"] if params["wait"] is not None else (
-            params["arm_timeout"] + params["timeout"] + 2 * _step.GRACE)
+            params["arm_timeout"] + params["timeout"] + 2 * part.rendezvous["result_grace"])
         record = _step.collect(part, params["state_dir"], wait, missing=params["missing"])
         module.exit_json(changed=False, step=record, failed=False)
     if state == "progress":

@@ -108,10 +108,11 @@ def baseline_run(db_path, steps, ref=None, runs_dir=None, notify=None, sync=True
     """The run a ``vs_baseline`` gate compares with: ``ref`` (a run of the history, as ``get_run`` takes it), else
     the latest run in which a step named like one of ``steps`` completed. Returns ``{run, path, steps: {name:
     step_s}, p50_step_s}`` (the completed steps of those names; their median), or ``{reason}`` when the history holds
-    no such run. ``sync``: first index the run directories under ``runs_dir`` it does not hold yet (the history
-    filter leaves that to the ``aifabric.lab.history`` action, and reads only)."""
+    no such run. ``sync``: first index the run directories under ``runs_dir`` it does not hold yet, a writer's
+    (``open_history``); without it, it reads only (``read_history``), as the history_baseline filter does, leaving the
+    indexing to the ``aifabric.lab.history`` action."""
     names = [str(n) for n in steps or []]
-    with open_history(db_path, runs_dir, notify) as conn:
+    with (open_history if sync else read_history)(db_path, runs_dir, notify) as conn:
         if runs_dir and sync:  # runs made while the history was not written (history off, another database) count too
             sync_runs(conn, os.path.abspath(str(runs_dir)), notify or notify_stderr)
         if ref not in (None, "", "latest") or not names:

@@ -5,13 +5,14 @@
 (``ROW``: the run's id, path, label, start, status and gates; the step's time, prediction, straggler, idle shares,
 goodput and counters' verdict), oldest run first, as JSON lines (one object a line) or CSV (a header, then a row a
 line; a text a spreadsheet would run as a formula is quoted as text, as flows.csv does). Read-only: the history is
-opened as the other readers open it (built from the run directories when missing)."""
+opened as the other readers open it (``read_history``: nothing is written; a missing or unreadable file's runs are read
+from the run directories into memory)."""
 
 from __future__ import annotations
 
 import json
 
-from ansible_collections.aifabric.lab.plugins.plugin_utils._history.store import HistoryError, open_history
+from ansible_collections.aifabric.lab.plugins.plugin_utils._history.store import HistoryError, read_history
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.formats import csv_text
 
 __all__ = ["FORMATS", "ROW", "export", "export_rows"]
@@ -27,10 +28,11 @@ FORMATS = ("jsonl", "csv")
 
 
 def export_rows(db_path, runs_dir=None, notify=None):
-    """Every recorded step with its run's figures (``ROW``'s keys), oldest run first, steps in their order."""
+    """Every recorded step with its run's figures (``ROW``'s keys), oldest run first, steps in their order; read only
+    (``runs_dir``: where a missing or unreadable history's runs are read from, default the database's directory)."""
     select = ", ".join(["r.%s AS %s" % (c, "run_id" if c == "id" else "run_" + c) for c in _RUN]
                        + ["s.%s AS %s" % (c, c) for c in _STEP])
-    with open_history(db_path, runs_dir, notify) as conn:
+    with read_history(db_path, runs_dir, notify) as conn:
         rows = conn.execute("SELECT %s FROM runs r JOIN steps s ON s.run_id = r.id "
                             "ORDER BY r.started, r.id, s.position" % select).fetchall()
     return [{k: row[k] for k in ROW} for row in rows]

@@ -15,9 +15,10 @@ journal is SQLite's write-ahead log, and recording a run directory again replace
 configuration lines are ``config``'s; finding a run and comparing two, ``compare``'s; their text, ``text``'s. Errors a
 person can act on are ``HistoryError`` (a ``ValueError``).
 
-Writers open the file with ``open_history`` (which builds or rebuilds it); a reader that must not write (a filter:
-``compare``) opens it with ``read_history``, SQLite's read-only mode, and reads a missing or unreadable file's runs
-from their directories into memory instead.
+Writers open the file with ``open_history`` (which builds or rebuilds it); a reader that must not write (the filters:
+``read_runs``, ``compare``, ``export``) opens it with ``read_history``, which writes nothing: no schema, no PRAGMA, no
+file created or moved (not even SQLite's ``-wal`` and ``-shm`` beside it when no writer is at the file), and reads a
+missing or unreadable file's runs from their directories into memory instead.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import (
 )
 
 __all__ = ["DB_ENV", "DB_NAME", "SCHEMA_VERSION", "HistoryError", "default_db_path", "list_runs", "read_history",
-           "rebuild", "record_run"]
+           "read_runs", "rebuild", "record_run"]
 
 
 SCHEMA_VERSION = 1
@@ -426,10 +427,72 @@ def run_in_memory(conn, rows):
     return scratch, run_id
 
 
+def _read_only(db_path, immutable=False):
+    """A connection in SQLite's read-only mode (a write raises); ``immutable``: without locking, and without the
+    ``-wal`` and ``-shm`` files a read-only connection to a database in write-ahead-log mode creates beside it."""
+    conn = sqlite3.connect("file:%s?mode=ro%s" % (quote(db_path), "&immutable=1" if immutable else ""), uri=True,
+                           timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _at_rest(db_path):
+    """The file's (inode, size, modification time) when no writer is at it, else None: a writer's connection keeps
+    its write-ahead log (``-wal``) beside the file while it is open, a rollback transaction its ``-journal``."""
+    if any(os.path.exists(db_path + suffix) for suffix in ("-wal", "-journal")):
+        return None
+    stat = os.stat(db_path)
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _why_not(conn):
+    """None when ``conn`` holds a history this collection reads, else why not ("is empty", "is corrupt (...)", ...);
+    raises ``HistoryError`` for a newer schema."""
+    problem = _problem(conn)
+    if problem is None and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+        return None
+    return problem or "is empty"
+
+
+def _snapshot(db_path):
+    """``(connection, why not)``: the history at ``db_path``, while no writer is at it, read as an immutable file and
+    copied into memory (query only: a write raises, as on a read-only connection), so that nothing is created beside
+    it; ``(None, why not)`` when it is not a history this collection reads; ``(None, None)`` when a writer is at the
+    file, or came while it was read (the caller reads it beside the writer then)."""
+    state = _at_rest(db_path)
+    if state is None:
+        return None, None
+    source = copy = None
+    try:
+        source = _read_only(db_path, immutable=True)
+        why = _why_not(source)
+        if why is None:
+            copy = sqlite3.connect(":memory:", isolation_level=None)
+            source.backup(copy)
+    except sqlite3.DatabaseError:
+        if copy is not None:
+            copy.close()
+        if _at_rest(db_path) != state:  # a torn read: a writer came
+            return None, None
+        raise
+    finally:
+        if source is not None:
+            source.close()
+    if _at_rest(db_path) != state:
+        if copy is not None:
+            copy.close()
+        return None, None
+    if copy is not None:
+        copy.row_factory = sqlite3.Row
+        copy.execute("PRAGMA query_only = ON")
+    return copy, why
+
+
 def _open_read_only(db_path, runs_dir, notify):
-    """A connection that only reads the history at ``db_path`` (SQLite's read-only mode: a write raises); when the
-    file is missing, empty or not a history this collection reads, a history in memory built from the run
-    directories under ``runs_dir``, the file left as it is (the ``aifabric.lab.history`` action writes it)."""
+    """A connection that only reads the history at ``db_path``: a copy in memory when no writer is at the file
+    (``_snapshot``), else SQLite's read-only mode beside the writer (a write raises either way); when the file is
+    missing, empty or not a history this collection reads, a history in memory built from the run directories under
+    ``runs_dir``, the file left as it is (the ``aifabric.lab.history`` action writes it)."""
     db_path = os.path.abspath(str(db_path))
     runs_dir = os.path.abspath(str(runs_dir)) if runs_dir else os.path.dirname(db_path)
     if os.path.isdir(db_path):
@@ -438,12 +501,12 @@ def _open_read_only(db_path, runs_dir, notify):
     if os.path.exists(db_path):
         conn = None
         try:
-            conn = sqlite3.connect("file:%s?mode=ro" % quote(db_path), uri=True, timeout=30, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            problem = _problem(conn)
-            if problem is None and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+            conn, why = _snapshot(db_path)
+            if conn is None and why is None:  # a writer is at the file: read beside it, as its readers do
+                conn = _read_only(db_path)
+                why = _why_not(conn)
+            if why is None:
                 return conn
-            why = problem or "is empty"
         except sqlite3.OperationalError as exc:  # locked, unreadable: not corruption
             if conn is not None:
                 conn.close()
@@ -452,9 +515,11 @@ def _open_read_only(db_path, runs_dir, notify):
         except sqlite3.DatabaseError as exc:  # garbage bytes, a malformed image
             why = "is corrupt (%s)" % exc
         except HistoryError:  # a newer schema: not ours to read
-            conn.close()
+            if conn is not None:
+                conn.close()
             raise
-        conn.close()
+        if conn is not None:
+            conn.close()
     conn = memory_history()
     summary = _fill(conn, runs_dir, notify)
     notify("history database %s %s: read %s without writing it (aifabric.lab.history with sync: true writes it)"
@@ -464,9 +529,9 @@ def _open_read_only(db_path, runs_dir, notify):
 
 @contextmanager
 def read_history(db_path, runs_dir=None, notify=None):
-    """The history at ``db_path``, read only: nothing is written to the file, whatever its state (missing, empty or
-    unreadable: the run directories under ``runs_dir`` are read into a history in memory instead; see
-    ``_open_read_only``). The filters read through this; ``open_history`` is the writers'."""
+    """The history at ``db_path``, read only: nothing is written to the file or beside it, whatever its state
+    (missing, empty or unreadable: the run directories under ``runs_dir`` are read into a history in memory instead;
+    see ``_open_read_only``). The filters read through this; ``open_history`` is the writers'."""
     conn = _open_read_only(db_path, runs_dir, notify or notify_stderr)
     try:
         yield conn
@@ -531,26 +596,45 @@ def ordered_ids(conn):
     return [r["id"] for r in conn.execute("SELECT id FROM runs ORDER BY started DESC, id DESC").fetchall()]
 
 
-def list_runs(db_path, limit=None, runs_dir=None, sync=False, notify=None):
-    """The runs in the history, oldest first (the newest ``limit`` of them), each with its headline figures and
-    ``ref`` (``latest``, ``latest~1``... as compare takes them). ``sync``: first index the run directories under
-    ``runs_dir`` the history does not hold yet."""
-    if limit is not None:
-        try:
-            limit = int(limit)
-        except (TypeError, ValueError):
-            raise HistoryError("limit: %r is not a number of runs; give a positive integer" % (limit,)) from None
-        if limit < 1:
-            raise HistoryError("limit: %d; give a positive integer (the newest runs to list)" % limit)
-    runs_dir = os.path.abspath(str(runs_dir)) if runs_dir else os.path.dirname(os.path.abspath(str(db_path)))
-    with open_history(db_path, runs_dir, notify) as conn:
-        if sync:
-            sync_runs(conn, runs_dir, notify or notify_stderr)
-        sql = "SELECT * FROM runs ORDER BY started DESC, id DESC"
-        rows = conn.execute(sql + (" LIMIT %d" % limit if limit else "")).fetchall()
+def _limit(limit):
+    if limit is None:
+        return None
+    try:
+        limit = int(limit)
+    except (TypeError, ValueError):
+        raise HistoryError("limit: %r is not a number of runs; give a positive integer" % (limit,)) from None
+    if limit < 1:
+        raise HistoryError("limit: %d; give a positive integer (the newest runs to list)" % limit)
+    return limit
+
+
+def _listed(conn, limit):
+    sql = "SELECT * FROM runs ORDER BY started DESC, id DESC"
+    rows = conn.execute(sql + (" LIMIT %d" % limit if limit else "")).fetchall()
     out = []
     for n, row in enumerate(rows):
         item = dict(row)
         item["ref"] = "latest" if n == 0 else "latest~%d" % n
         out.append(item)
     return list(reversed(out))
+
+
+def list_runs(db_path, limit=None, runs_dir=None, sync=False, notify=None):
+    """The runs in the history, oldest first (the newest ``limit`` of them), each with its headline figures and
+    ``ref`` (``latest``, ``latest~1``... as compare takes them). A writer's: the history is opened with
+    ``open_history`` (built when missing, rebuilt when corrupt); ``sync``: first index the run directories under
+    ``runs_dir`` the history does not hold yet. ``read_runs`` lists them without writing."""
+    limit = _limit(limit)
+    runs_dir = os.path.abspath(str(runs_dir)) if runs_dir else os.path.dirname(os.path.abspath(str(db_path)))
+    with open_history(db_path, runs_dir, notify) as conn:
+        if sync:
+            sync_runs(conn, runs_dir, notify or notify_stderr)
+        return _listed(conn, limit)
+
+
+def read_runs(db_path, limit=None, runs_dir=None, notify=None):
+    """``list_runs``' rows, read only (``read_history``: nothing is written; a missing or unreadable file's runs are
+    read from the run directories under ``runs_dir``, default the database's directory, into memory)."""
+    limit = _limit(limit)
+    with read_history(db_path, runs_dir, notify) as conn:
+        return _listed(conn, limit)

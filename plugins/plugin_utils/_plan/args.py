@@ -53,6 +53,8 @@ def host_args(the_plan, host, step, token, throttle=None):
     coordinator = the_plan.rendezvous.host
     rendezvous = {"host": coordinator, "address": the_plan.host(coordinator).address, "port": the_plan.rendezvous.port,
                   "start_at": the_plan.rendezvous.start_at}
+    if the_plan.rendezvous.result_grace is not None:
+        rendezvous["result_grace"] = the_plan.rendezvous.result_grace
     if host == coordinator:
         # only the coordinating host needs every host and every flow (32 hosts would otherwise get 32x32 entries)
         rendezvous.update(parties=the_plan.participants, expected_flows=this_round.expected_flows)

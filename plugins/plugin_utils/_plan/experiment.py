@@ -18,6 +18,7 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     coordinator: null        # the host that coordinates the rendezvous (default: the first sink, else the first host)
     timeout: 120             # seconds a flow may take from the start instant
     arm_timeout: 60          # seconds within which every host must arm (a limit for failures, not a lead time)
+    result_grace: 30         # seconds past the timeout that the coordinator and the servers wait for late results
     streams: 1               # parallel TCP connections per flow (perftest: perftest.qps)
     late_bound: 0.01         # a start later than this share of the predicted step (or a duration: 5ms) fails it
     strict_start: false      # true: a flow later than start_tolerance refuses to start (on the host)
@@ -91,7 +92,7 @@ class ExperimentError(PlanError):
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
           "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
-          "fabric", "job", "tcp"}
+          "fabric", "job", "tcp", "result_grace"}
 _NOT_FOR_A_JOB = ("pattern", "volume", "root", "streams")
 
 
@@ -246,6 +247,11 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     if isinstance(arm_timeout, bool) or not isinstance(arm_timeout, (int, float)) or arm_timeout <= 0:
         raise ExperimentError("experiment.arm_timeout: %r; give seconds, more than 0 (how long every host may take "
                               "to arm before the step fails)" % (arm_timeout,))
+    result_grace = experiment.get("result_grace")
+    if result_grace is not None and (isinstance(result_grace, bool) or not isinstance(result_grace, (int, float))
+                                     or not 0 <= result_grace <= 3600):
+        raise ExperimentError("experiment.result_grace: %r; give seconds from 0 to 3600 (how long past the timeout "
+                              "the coordinator waits for a late host's results; default 30)" % (result_grace,))
     streams = experiment.get("streams", 1)
     if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= 64:
         raise ExperimentError("experiment.streams: %r; give a whole number of parallel connections per flow, 1-64"
@@ -340,7 +346,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     the_plan = Plan(
         name=name, kind=kind, pattern=pattern, engine=engine, volume=volume, line_rate=format_rate(line), mtu=mtu,
         hosts=hosts, rounds=plan_rounds, steps=step_names,
-        rendezvous=Rendezvous(host=coordinator, port=control_port, start_at=experiment.get("start_at")),
+        rendezvous=Rendezvous(host=coordinator, port=control_port, start_at=experiment.get("start_at"),
+                              result_grace=float(result_grace) if result_grace is not None else None),
         timeout=timeout, arm_timeout=arm_timeout, late_bound=late_bound, strict_start=strict,
         start_tolerance=tolerance, streams=streams, interval=experiment.get("interval", 1.0),
         counters=bool(experiment.get("counters", True)), perftest=dict(experiment.get("perftest") or {}),

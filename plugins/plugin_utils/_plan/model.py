@@ -208,14 +208,19 @@ class Host:
 @dataclass
 class Rendezvous:
     """Where the step's start is agreed: the coordinating host and the rendezvous' port; ``start_at``, a fixed start
-    instant instead of the rendezvous' own."""
+    instant instead of the rendezvous' own; ``result_grace``, the seconds past the step's timeout that the coordinator
+    and the servers wait for a late host's results (None: flow_step's default, 30)."""
 
     host: str
     port: int
     start_at: float | None = None
+    result_grace: float | None = None
 
     def to_dict(self):
-        return {"host": self.host, "port": self.port, "start_at": self.start_at}
+        out = {"host": self.host, "port": self.port, "start_at": self.start_at}
+        if self.result_grace is not None:
+            out["result_grace"] = self.result_grace
+        return out
 
 
 @dataclass
@@ -475,7 +480,8 @@ class Plan:
         return cls(**_common(data), hosts=hosts, rounds=_Rounds(data.get("rounds") or []),
                    steps=list(data.get("steps") or []),
                    rendezvous=Rendezvous(host=data["rendezvous"]["host"], port=data["rendezvous"]["port"],
-                                         start_at=data["rendezvous"].get("start_at")))
+                                         start_at=data["rendezvous"].get("start_at"),
+                                         result_grace=data["rendezvous"].get("result_grace")))
 
 
 def _common(data):
@@ -529,4 +535,5 @@ def _from_version_1(data):
     rendezvous = data.get("rendezvous") or {}
     return Plan(**_common(data), hosts=hosts, rounds=rounds, steps=steps,
                 rendezvous=Rendezvous(host=rendezvous.get("host"), port=rendezvous.get("port"),
-                                      start_at=rendezvous.get("start_at")))
+                                      start_at=rendezvous.get("start_at"),
+                                      result_grace=rendezvous.get("result_grace")))

@@ -179,5 +179,6 @@ def write_report(path, report):
 
 
 def render_run(path):
-    """Rebuild report.json and report.txt of a run directory from its files; return the text."""
+    """Rebuild every file of a run directory's report (report.json, report.txt and ``FORMATS``') from its files;
+    return the text."""
     return write_report(path, analyze_run(path))

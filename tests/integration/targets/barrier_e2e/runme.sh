@@ -158,4 +158,7 @@ for pid in $inside; do
   fi
 done
 echo "interrupt: the processes that were inside the lab ($inside) are gone"
+# Every report this target's runs wrote (the steps that passed, the broken gate's, the failed step's, the re-rendered
+# one) against docs/report.schema.json
+python3 "$here/../../validate_reports.py" "$AIFABRIC_RUNS_DIR"
 echo "barrier_e2e: OK"

@@ -58,4 +58,6 @@ if float(mice.group(2)) < 99.0 or int(elephants.group(1)) != 3 or float(elephant
 print("census: %s mice = %s%% of the flows; 3 elephants = %s%% of the bytes; step %s s with mice, %s s without" % (
     mice.group(1), mice.group(2), elephants.group(3), step.group(1), step.group(2)))
 PY
+# the run's report.json against docs/report.schema.json
+python3 "$here/../../validate_reports.py" "$AIFABRIC_RUNS_DIR"
 echo "census: OK"

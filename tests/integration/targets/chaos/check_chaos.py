@@ -6,8 +6,9 @@
   --refused ADDRESS   a peer at ADDRESS is listed as refused somewhere in the step's report (the rendezvous' or a
                       flow server's list), with a reason
   --survived H1,H2    the report says these hosts' results survived a coordinator that died
-Every case also checks that report.json validates against docs/report.schema.json (a real run's report), that its
-test report names the driver of the NIC each kept host's step ran on, and that metrics.prom is whole (# EOF).
+Every case also checks that report.json validates against docs/report.schema.json (a real run's report, with
+tests/integration/validate_reports.py's validator: it fails when jsonschema cannot be imported), that its test report
+names the driver of the NIC each kept host's step ran on, and that metrics.prom is whole (# EOF).
 Prints one line for the closing table: the step's status, the flows kept and the causes named.
 """
 import argparse
@@ -28,17 +29,18 @@ def walk(node):
 
 
 def check_schema(report):
-    """report.json against docs/report.schema.json (a real run's report, every case); '' when it validates."""
+    """report.json against docs/report.schema.json (a real run's report, every case): AssertionError naming the JSON
+    paths the schema refuses (the first 5); exit 2 when jsonschema cannot be imported (a pinned test requirement)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    import validate_reports
+
     try:
-        import jsonschema
-    except ImportError:
-        return " (report.json not checked against its schema: jsonschema is not installed)"
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
-    with open(os.path.join(root, "docs", "report.schema.json")) as handle:
-        errors = ["%s: %s" % ("/".join(map(str, e.absolute_path)), e.message)
-                  for e in jsonschema.Draft202012Validator(json.load(handle)).iter_errors(report)]
+        validator = validate_reports.load_validator()
+    except validate_reports.CannotValidate as exc:
+        print("check_chaos: report.json cannot be checked against its schema: %s" % exc, file=sys.stderr)
+        sys.exit(2)
+    errors = ["%s: %s" % error[:2] for error in validate_reports.report_errors(report, validator)]
     assert not errors, ("report.json does not validate against docs/report.schema.json", errors[:5])
-    return ""
 
 
 def main():
@@ -51,7 +53,7 @@ def main():
     parser.add_argument("--survived", default="")
     args = parser.parse_args()
     report = json.load(open(os.path.join(args.run, "report.json")))
-    schema_note = check_schema(report)
+    check_schema(report)
     # the test report identifies the NIC each worker's step ran on, as the host read it (the lab's veth)
     dut = report["test_report"]["dut"]["hosts"]
     for host in [h for h in args.kept.split(",") if h]:
@@ -84,7 +86,7 @@ def main():
         text = json.dumps(step)
         assert all(h in text for h in survived) and "surviv" in text, ("survivors not named", step.get("failed"))
     causes = "; ".join(named) or "-"
-    print("%s | kept on disk: %s | %s%s" % (step["status"], ", ".join(kept) or "-", causes, schema_note))
+    print("%s | kept on disk: %s | %s" % (step["status"], ", ".join(kept) or "-", causes))
 
 
 if __name__ == "__main__":

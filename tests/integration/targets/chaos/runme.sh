@@ -102,11 +102,12 @@ if want coordinator; then
     --kept worker1,worker2 --survived worker1,worker2 --named worker3=
 fi
 
-# 8. One worker's step process stopped (SIGSTOP) mid-transfer: the step fails naming it at its timeout; the others'
-# flows are kept; the clean-up ends the stopped process (SIGKILL reaches a stopped process).
+# 8. One worker's step process stopped (SIGSTOP) mid-transfer: the step fails naming it at its timeout (plus a 5 s
+# result grace, not the default 30: the healthy workers' results are in long before); the others' flows are kept; the
+# clean-up ends the stopped process (SIGKILL reaches a stopped process).
 if want sigstop; then
   tx0=$(tx_bytes worker2)
-  run_step sigstop -e barrier_volume=1GB -e barrier_timeout=10
+  run_step sigstop -e barrier_volume=1GB -e barrier_timeout=10 -e barrier_result_grace=5
   wait_for 60 payload_flowing worker2 "$tx0"
   w2_pid=$(python3 -c "import json,glob,sys; print(json.load(open(sorted(glob.glob(sys.argv[1] + '/step-*-worker2.pid'))[-1]))['pid'])" "$state")
   kill -STOP "$w2_pid"; own_pids+=("$w2_pid")

@@ -28,4 +28,6 @@ ansible-playbook -i "$inv" aifabric.lab.fabric -e experiment_progress=false -e f
   -e '{"fabric_variants": ["l4-hash", "l4-spread"]}' > "$work/out.txt"
 run=$(ls -d "$AIFABRIC_RUNS_DIR"/*/ | head -n1)
 python3 "$here/check_fabric.py" "$run" "$work/out.txt"
+# the run's report.json against docs/report.schema.json
+python3 "$here/../../validate_reports.py" "$AIFABRIC_RUNS_DIR"
 echo "fabric: OK"

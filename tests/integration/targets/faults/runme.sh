@@ -73,8 +73,9 @@ row "worker1's flow process killed (SIGKILL) mid-transfer" "$(ls -d "$runs"/*/)"
   worker1="its step process ended without a result" --kept worker2,worker3
 no_leftovers
 
-# 2. A worker's link set down mid-transfer.
-run_step linkdown -e barrier_volume=3GB -e barrier_timeout=16
+# 2. A worker's link set down mid-transfer: failed at its timeout plus a 5 s result grace (not the default 30: worker2
+# writes its timed-out result on its own host at the timeout, and the others' results are in long before).
+run_step linkdown -e barrier_volume=3GB -e barrier_timeout=16 -e barrier_result_grace=5
 wait_for 30 flows_running; sleep 3.5
 ip -n ${P}worker2 link set eth0 down
 wait "$pb" && exit 1 || true
@@ -129,6 +130,8 @@ wait "$pb"
 fallback=$(grep -o "writing this run's results to [^ ]*" "$runs.log" | awk '{print $NF}')
 test -d "$fallback"
 row "runs_dir not writable (set to /proc/...)" "$(ls -d "$fallback"/*/)" ok --kept worker1,worker2,worker3
+# its report.json against docs/report.schema.json before it goes (the other cases' are checked below, in $work)
+python3 "$here/../../validate_reports.py" "$fallback" || { rm -rf "$fallback"; exit 1; }
 rm -rf "$fallback"
 no_leftovers
 
@@ -156,6 +159,9 @@ table+=("| controller interrupted (SIGINT) mid-step | the step completed on the 
 ansible-playbook -i "$inv" aifabric.lab.lab_down > /dev/null
 test ! -e "$record"
 test -z "$(ip netns list | awk '{print $1}' | grep "^$P" || true)"
+# Every report the cases' runs wrote ($work/runs-*: cases 1 to 4, and case 6's if its interrupted controller wrote
+# one) against docs/report.schema.json
+python3 "$here/../../validate_reports.py" "$work"
 
 echo
 echo "| fault | report | leftovers |"

@@ -40,6 +40,8 @@ ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null
 ansible-playbook -i "$inv" aifabric.lab.job -e job_iterations=20 -e job_size=8MB -e job_compute_ms=5 \
   -e experiment_progress=false > "$work/out.txt" || { cat "$work/out.txt"; exit 1; }
 python3 "$here/check_job.py" "$(ls -d "$AIFABRIC_RUNS_DIR"/*/report.json | head -n1)" "$work/out.txt"
+# the run's report.json against docs/report.schema.json
+python3 "$here/../../validate_reports.py" "$AIFABRIC_RUNS_DIR"
 # the throttle was removed after the job (the kernel's own view)
 test "$(tc -n aflt-job-worker8 -j qdisc show dev eth0 | python3 -c 'import json,sys; print(any(q["kind"] == "htb" for q in json.load(sys.stdin)))')" = False
 echo "job: OK"

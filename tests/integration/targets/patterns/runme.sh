@@ -43,6 +43,8 @@ trap cleanup EXIT
 ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null
 ansible-playbook -i "$inv" aifabric.lab.collective -e collective_volume=64MB > "$work/out.txt"
 python3 "$here/check_patterns.py" "$(ls -d "$AIFABRIC_RUNS_DIR"/*/report.json | head -n1)" "$work/out.txt"
+# the run's report.json against docs/report.schema.json
+python3 "$here/../../validate_reports.py" "$AIFABRIC_RUNS_DIR"
 # the throttle was removed after the last pattern (the kernel's own view)
 test "$(tc -n aflt-pat-worker4 -j qdisc show dev eth0 | python3 -c 'import json,sys; print(any(q["kind"] == "htb" for q in json.load(sys.stdin)))')" = False
 echo "patterns: OK"

@@ -3,6 +3,8 @@
 the fix; what the history says while it works (a database rebuilt) is an Ansible warning."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 
@@ -53,10 +55,16 @@ def test_record_list_and_compare_through_the_filters(runs, warnings):
 
 
 def test_a_corrupt_database_is_a_warning_not_a_failure(runs, warnings):
-    (runs / "history.sqlite").write_bytes(b"\x00garbage" * 100)
+    """A filter reads: the corrupt file is left where it is, as it is (the aifabric.lab.history action moves it aside
+    and rebuilds it), and the runs are read from their directories."""
+    garbage = b"\x00garbage" * 100
+    (runs / "history.sqlite").write_bytes(garbage)
     assert len(F["history_runs"](str(runs / "history.sqlite"))) == 2
-    assert "is corrupt (file is not a database): moved it aside to %s.corrupt-" % (runs / "history.sqlite") \
-        in warnings[0]
+    assert warnings == ["history: history database %s is corrupt (file is not a database): read 2 run directories "
+                        "under %s without writing it (aifabric.lab.history with sync: true writes it)"
+                        % (runs / "history.sqlite", runs)]
+    assert (runs / "history.sqlite").read_bytes() == garbage
+    assert sorted(os.listdir(str(runs))) == sorted(RUNS + ("history.sqlite",))
 
 
 @pytest.mark.parametrize("name, args, kwargs, message", [
@@ -135,3 +143,86 @@ def test_history_compare_reads_and_never_writes(runs, warnings):
     assert sorted(os.listdir(str(runs))) == sorted(RUNS)
     assert warnings == ["history: history database %s does not exist: read 2 run directories under %s without "
                         "writing it (aifabric.lab.history with sync: true writes it)" % (db, runs)]
+
+
+def _files(directory):
+    """Every file under ``directory``: its bytes' digest and its modification time (ns)."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(str(directory)):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as handle:
+                out[os.path.relpath(path, str(directory))] = (hashlib.sha256(handle.read()).hexdigest(),
+                                                              os.stat(path).st_mtime_ns)
+    return out
+
+
+def _barrier_plan():
+    groups = {"workers": ["w1", "w2"], "sinks": ["sink"]}
+    hostvars = {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "w1", "w2"], 1)}
+    return plan({"name": "barrier", "expect": {"vs_baseline": 0.95}}, groups, hostvars).to_dict()
+
+
+def _compared_ids(diff):
+    return [diff["a"]["id"], diff["b"]["id"]]
+
+
+# each reading filter as a play calls it, and what it returns reduced to the runs it found
+_READERS = {
+    "history_runs": lambda db, runs: [r["id"] for r in F["history_runs"](db, runs_dir=runs)],
+    "history_export": lambda db, runs: sorted({json.loads(line)["run_id"] for line in
+                                               F["history_export"](db, runs_dir=runs).splitlines()}),
+    "history_baseline": lambda db, runs: F["history_baseline"](_barrier_plan(), db, runs).get("run"),
+    "history_compare": lambda db, runs: _compared_ids(F["history_compare"](db, runs_dir=runs)),
+}
+_FOUND = {"history_runs": list(RUNS), "history_export": list(RUNS), "history_baseline": RUNS[1],
+          "history_compare": list(RUNS)}
+
+
+@pytest.mark.parametrize("name", sorted(_READERS))
+def test_a_reading_filter_leaves_a_sound_history_byte_for_byte(runs, warnings, name):
+    """A history the aifabric.lab.history action wrote (SQLite's write-ahead log, closed): the filter reads it without
+    a byte or a modification time changing, and without a file added beside it (not even SQLite's -wal and -shm)."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._history.task import run_task
+
+    db = str(runs / "history.sqlite")
+    run_task({"record": None, "sync": True, "rebuild": False, "runs_dir": str(runs), "db": db})
+    before = _files(runs)
+    assert "history.sqlite" in before
+    assert _READERS[name](db, str(runs)) == _FOUND[name]
+    assert _files(runs) == before and warnings == []
+
+
+@pytest.mark.parametrize("name", ["history_export", "history_runs"])  # history_compare's, history_baseline's: above
+def test_a_reading_filter_creates_no_history_file(runs, warnings, name):
+    """No history file: none is created; the run directories are read into memory, with a warning."""
+    db = runs / "history.sqlite"
+    before = _files(runs)
+    assert _READERS[name](str(db), str(runs)) == _FOUND[name]
+    assert not db.exists() and _files(runs) == before and sorted(os.listdir(str(runs))) == sorted(RUNS)
+    assert warnings == ["history: history database %s does not exist: read 2 run directories under %s without "
+                        "writing it (aifabric.lab.history with sync: true writes it)" % (db, runs)]
+
+
+@pytest.mark.parametrize("name", ["history_baseline", "history_export", "history_runs"])
+def test_a_reading_filter_writes_no_schema_into_an_empty_file(runs, warnings, name):
+    """An empty history file is left empty (no schema, no PRAGMA written): its runs are read into memory."""
+    db = runs / "history.sqlite"
+    db.write_bytes(b"")
+    before = _files(runs)
+    assert _READERS[name](str(db), str(runs)) == _FOUND[name]
+    assert _files(runs) == before and db.read_bytes() == b""
+    assert warnings == ["history: history database %s is empty: read 2 run directories under %s without writing it "
+                        "(aifabric.lab.history with sync: true writes it)" % (db, runs)]
+
+
+def test_history_runs_refuses_sync_a_filter_does_not_write(runs, warnings):
+    """sync=true would index the run directories (a write): refused, naming the option and the task that does it."""
+    db = runs / "history.sqlite"
+    with pytest.raises(AnsibleFilterError) as err:
+        F["history_runs"](str(db), runs_dir=str(runs), sync=True)
+    assert str(err.value).startswith("history_runs: sync=true writes the history, and a filter only reads")
+    assert "aifabric.lab.history" in str(err.value) and "sync: true" in str(err.value)
+    assert not db.exists() and sorted(os.listdir(str(runs))) == sorted(RUNS)
+    assert [r["id"] for r in F["history_runs"](str(db), runs_dir=str(runs), sync=False)] == list(RUNS)
+    assert not db.exists()

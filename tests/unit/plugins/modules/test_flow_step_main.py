@@ -81,3 +81,25 @@ def test_every_call_gives_a_new_spec_down_to_the_nested_options():
     assert fresh["argument_spec"]["parts"]["options"]["clients"]["options"]["streams"]["default"] == 1
     assert fresh["argument_spec"]["perftest"]["options"]["qps"]["default"] == 1
     assert ("party", "parts") in fresh["mutually_exclusive"]
+
+
+def _params(**rendezvous):
+    """flow_step's parameters as AnsibleModule fills them in (defaults included), for a sink serving one flow."""
+    with module_args({"token": "tok-gaps-4711", "rendezvous": dict(RENDEZVOUS, **rendezvous), "party": "w1",
+                      "servers": [{"address": "198.18.0.1", "port": 18601, "expected_clients": 1}],
+                      "arm_timeout": 20.0, "timeout": 10.0, "_ansible_check_mode": True}):
+        return basic.AnsibleModule(**step_module.module_args()).params
+
+
+def test_the_result_grace_sets_how_long_past_the_timeout_the_servers_and_the_coordinator_wait():
+    # the default: 30 s, as before the option; a server lives arm_timeout + timeout + grace = 20 + 10 + 30 s
+    default = step_module.build_part(_params())
+    assert default.rendezvous["result_grace"] == 30.0 and default.servers[0].timeout == 60.0
+    short = step_module.build_part(_params(result_grace=3))
+    assert short.rendezvous["result_grace"] == 3.0 and short.servers[0].timeout == 33.0
+
+
+@pytest.mark.parametrize("grace", [-1.0, float("nan"), float("inf"), 3601.0])
+def test_a_result_grace_that_cannot_be_is_refused_by_name(grace):
+    with pytest.raises(step_module.FlowError, match=r"rendezvous\.result_grace: .*give seconds from 0 to 3600"):
+        step_module.build_part(_params(result_grace=grace))

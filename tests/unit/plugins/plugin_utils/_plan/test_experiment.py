@@ -58,6 +58,9 @@ def test_first_n_workers_and_repeated_steps():
         ({"timeout": -1}, GROUPS, "experiment.timeout"),
         ({"start_lead": 8}, GROUPS, "experiment.start_lead: no longer used.*every host has armed"),
         ({"arm_timeout": 0}, GROUPS, "experiment.arm_timeout"),
+        ({"result_grace": -1}, GROUPS, "experiment.result_grace: -1; give seconds from 0 to 3600"),
+        ({"result_grace": "soon"}, GROUPS, "experiment.result_grace: 'soon'"),
+        ({"result_grace": True}, GROUPS, "experiment.result_grace: True"),
         ({"late_bound": 2}, GROUPS, "experiment.late_bound: 2; give a share"),
         ({"late_bound": "soon"}, GROUPS, "experiment.late_bound: 'soon'"),
         ({"streams": 0}, GROUPS, "experiment.streams"),
@@ -283,3 +286,21 @@ def test_tcp_options_are_the_tcp_engine_s():
     hostvars = {h: dict(v, lab_rdma_device="rxe0") for h, v in HOSTVARS.items()}
     with pytest.raises(ExperimentError, match="experiment.tcp: the kernel's TCP options are the tcp engine's"):
         plan({"name": "i", "engine": "perftest", "tcp": {"ecn": "on"}}, GROUPS, hostvars)
+
+
+def test_the_result_grace_reaches_every_host_s_rendezvous_and_the_plan_s_record():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import batch_args, common_args, host_args
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan
+
+    p = plan({"name": "g", "result_grace": 5}, GROUPS, HOSTVARS)
+    assert p.rendezvous.result_grace == 5.0
+    assert {host_args(p, h, "g", "t")["rendezvous"]["result_grace"] for h in ("sink", "worker1", "worker3")} == {5.0}
+    assert common_args(p, "g", "t")["rendezvous"]["result_grace"] == 5.0
+    assert Plan.from_dict(p.to_dict()).rendezvous.result_grace == 5.0
+    netns = {h: dict(v, ansible_connection="aifabric.lab.netns") for h, v in HOSTVARS.items()}
+    batch = batch_args(plan({"name": "g", "result_grace": 0}, GROUPS, netns), "g", "t")
+    assert batch["rendezvous"]["result_grace"] == 0
+    # not given: the module's default (30 s), and the plan's record as before the option
+    bare = plan({"name": "g"}, GROUPS, HOSTVARS)
+    assert bare.rendezvous.result_grace is None and "result_grace" not in bare.to_dict()["rendezvous"]
+    assert "result_grace" not in host_args(bare, "sink", "g", "t")["rendezvous"]

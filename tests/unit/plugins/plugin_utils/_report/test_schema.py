@@ -10,12 +10,12 @@ import os
 import shutil
 import sys
 
+# jsonschema is pinned in requirements-test.txt (pip install -c constraints.txt -r requirements-test.txt): imported,
+# not skipped without it, so that the schema is never silently unchecked
+import jsonschema
 import pytest
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.build import analyze_run, render_run
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.store import RunDirectory
-
-jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is pinned in requirements-test.txt: pip install -c "
-                                                      "constraints.txt -r requirements-test.txt")
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "plugins", "plugin_utils", "fixtures")
