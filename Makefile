@@ -33,6 +33,10 @@ BPF_PKGS    := clang-14
 BPF_CLANG   := clang-14
 VMLAB_CACHE ?= /var/cache/aifabric-vmlab
 export AIFABRIC_VMLAB_CACHE := $(VMLAB_CACHE)
+# the ansible-core matrix's venvs (tests/matrix/run.sh): as root in a cache that a new clone finds built (each is
+# rebuilt when its pins or its Python change), else in the checkout's .matrix
+MATRIX_VENVS ?= $(if $(filter 0,$(shell id -u)),/var/cache/aifabric-matrix,$(CURDIR)/.matrix)
+export AIFABRIC_MATRIX_VENVS := $(MATRIX_VENVS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
@@ -43,7 +47,7 @@ LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
 .PHONY: help setup setup-test bpf congestion-demo demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
-        history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-runs \
+        history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-matrix clean-runs \
         clean-vmlab
 
 help: ## list the targets
@@ -199,7 +203,7 @@ vmlab-test: vmlab-setup setup-test ## the VM tier of the tests alone
 test: setup-test .stamps/apt-vmlab ## run the whole test suite (lint, sanity, units, ansible-core matrix, integration, molecule, VM lab)
 	@bash tests/run-all.sh
 
-test-matrix: setup-test ## every ansible-core's units and sanity (the shipped content between the ends), the hosts' Pythons (V=, SANITY=all)
+test-matrix: setup-test ## every ansible-core's units and sanity (the shipped content but on the newest), the hosts' Pythons (V=, SANITY=all)
 	bash tests/matrix/run.sh $(if $(SANITY),--sanity $(SANITY)) $(V)
 
 docs: setup-test ## build the collection's docsite (antsibull-docs, Sphinx) into build/docsite/build/html
@@ -245,7 +249,7 @@ build: setup ## build the collection tarball into build/
 
 # What make made in the checkout. runs/ holds measurements: `make clean` keeps it unless CONFIRM=1 (or make clean-runs);
 # the VM image in $(VMLAB_CACHE) is only removed by make clean-vmlab.
-clean: ## remove .venv, .collections, .stamps, .matrix, build/ (runs/ too with CONFIRM=1)
+clean: ## remove .venv, .collections, .stamps, .matrix, build/ (runs/ too with CONFIRM=1; the matrix's venvs: clean-matrix)
 	rm -rf $(VENV) $(COLLECTIONS) .stamps .matrix build .ansible tests/output
 	@if [ "$(CONFIRM)" = 1 ]; then rm -rf runs && echo "runs/ removed"; \
 	elif [ -d runs ]; then echo "runs/ kept ($$(find runs -mindepth 1 -maxdepth 1 -type d | wc -l) runs):" \
@@ -253,6 +257,9 @@ clean: ## remove .venv, .collections, .stamps, .matrix, build/ (runs/ too with C
 
 clean-runs: ## remove runs/: every run's measurements, reports and the history (runs/history.sqlite)
 	rm -rf runs
+
+clean-matrix: ## remove the ansible-core matrix's venvs ($(MATRIX_VENVS); make test-matrix builds them again)
+	rm -rf $(MATRIX_VENVS)
 
 clean-vmlab: ## stop the VM-lab guests, remove $(VMLAB_CACHE) (image, SSH key: make vmlab-image builds them again)
 	bash lab/vm/vm.sh stop

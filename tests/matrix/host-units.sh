@@ -3,7 +3,7 @@
 # host's Python X.Y, the way the modules run there: that Python, pyroute2 from constraints.txt, and the
 # ansible.module_utils of the controller's ansible-core (the `python` first on PATH: .venv's, the newest) on
 # PYTHONPATH with an empty `ansible` package around it, as ansible-test's units do for module tests; no other part of
-# ansible-core. The venv is .matrix/host-python-X.Y (pytest from requirements-test.txt, pyroute2), rebuilt when the
+# ansible-core. The venv is host-python-X.Y in $AIFABRIC_MATRIX_VENVS (else .matrix) (pytest from requirements-test.txt, pyroute2), rebuilt when the
 # pins or the Python change. Exit 3 when this machine has no Python X.Y (tests/matrix/find-python.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,7 +11,7 @@ cd "$root"
 minor=${1:?usage: host-units.sh 3.9}
 found=$(bash tests/matrix/find-python.sh "$minor") \
   || { echo "host units: no Python $minor on this machine (pyenv's versions, /usr/bin, PATH): skipped"; exit 3; }
-venv="$root/.matrix/host-python-$minor"
+venv="${AIFABRIC_MATRIX_VENVS:-$root/.matrix}/host-python-$minor"
 pins=$(grep -E '^(pyroute2)==' constraints.txt; grep -E '^pytest==' requirements-test.txt)
 stamp="$venv/.aifabric-$( (echo "$pins"; "$found" -VV) | sha256sum | cut -c1-12)"
 if [ ! -e "$stamp" ]; then

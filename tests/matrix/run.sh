@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The ansible-core matrix and the lab hosts' Pythons. For every version in tests/matrix/ansible-core.txt: the unit tier
-# in its own pinned venv (.matrix/ansible-core-<version>: that ansible-core on the first of its Pythons this machine
-# has, the collection's pins from constraints.txt, pytest and the report tests' parsers), then ansible-test sanity:
-# on the oldest and the newest version every test on the whole tree, on the versions between them every test on the
+# in its own pinned venv ($AIFABRIC_MATRIX_VENVS/ansible-core-<version>, else .matrix/: that ansible-core on the
+# first of its Pythons this machine has, the collection's pins from constraints.txt, pytest and the report tests'
+# parsers), then ansible-test sanity, every test: on the newest on the whole tree, on every other version on the
 # collection's shipped content (plugins/ meta/ roles/ playbooks/ changelogs/: --sanity shipped, the default; the
-# tests' and benchmarks' own code is the same on every version and is checked on the ends). For every host Python
+# tests' and benchmarks' own code runs on the controller, and is checked by the newest). For every host Python
 # (3.9 and 3.10: RHEL 9, Ubuntu 22.04): the tests that run on a host, sanity's compile and import of the modules and
 # module_utils, and the host-side unit tests (tests/matrix/host-units.sh), with the newest ansible-core's ansible-test
 # and module_utils (the oldest version's sanity runs compile and import on them too).
@@ -13,7 +13,7 @@
 #                               rows then use .venv)
 #   run.sh --sanity all|shipped|ends|none
 #                               where sanity runs: every test on the whole tree on every version (all); on the whole
-#                               tree on the ends and on the shipped content between them (shipped, the default); on
+#                               tree on the newest and on the shipped content on the others (shipped, the default); on
 #                               the ends alone (ends); nowhere (none)
 #   run.sh --units all|lean     the unit tests each version runs: all of them (the default), or, lean (make test),
 #                               the whole suite on the oldest version and on the first row of each controller Python
@@ -38,6 +38,10 @@ if [ -x "$root/.venv/bin/python" ]; then
 else
   current=$(grep -E '^ansible-core==' constraints.txt | cut -d= -f3)
 fi
+# Where the versions' venvs are: AIFABRIC_MATRIX_VENVS (make sets /var/cache/aifabric-matrix as root, so that a new
+# clone of the checkout finds them built, as it finds the VM lab's image), else .matrix. A venv is built again when
+# its pins or its Python change (the stamp below).
+venvs=${AIFABRIC_MATRIX_VENVS:-$root/.matrix}
 pytest_pin=$(grep -E '^pytest==' requirements-test.txt)
 # what the unit tests read reports with (report.json against its JSON Schema, metrics.prom with Prometheus' parser):
 # in every row, so that no row skips those tests
@@ -98,8 +102,8 @@ with open(os.path.join(os.path.dirname(ansible_test.__file__), "_util", "target"
 print(",".join(namespace["CONTROLLER_PYTHON_VERSIONS"]))
 EOF
 }
-# The collection's shipped content, which --sanity shipped checks on the versions between the ends (the ends check the
-# whole tree: the tests, benchmarks and scripts too)
+# The collection's shipped content, which --sanity shipped checks on every version but the newest (the newest checks
+# the whole tree: the tests, benchmarks and scripts too)
 SHIPPED=(plugins/ meta/ roles/ playbooks/ changelogs/)
 sanity_in() {   # sanity_in VENV LOG [HOSTS [TARGETS...]]: controller sanity (on TARGETS, or the whole tree), then
                 # compile and import on each of HOSTS' Pythons
@@ -128,7 +132,7 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
     skipped+=("ansible-core $v (needs Python ${prefs//,/ or })")
     rows+=("$v|none|SKIPPED|SKIPPED||"); return
   }
-  venv="$root/.matrix/ansible-core-$v"
+  venv="$venvs/ansible-core-$v"
   pyv=$("$python" -V 2>&1 | cut -d' ' -f2)
   echo "ansible-core $v: venv $venv on $python ($pyv)"
   start=$SECONDS
@@ -179,7 +183,7 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
   case "$sanity_mode" in
     all) ;;
     ends) [ "$ends" = 1 ] || targets=(none) ;;
-    shipped) [ "$ends" = 1 ] || targets=("${SHIPPED[@]}") ;;
+    shipped) [ "$v" = "$newest" ] || targets=("${SHIPPED[@]}") ;;
     none) targets=(none) ;;
   esac
   if [ "${targets[*]:-}" != none ]; then
@@ -310,7 +314,7 @@ run_rows "${order[@]}"
 collect "${order[@]}"
 if [ ${#late[@]} -gt 0 ]; then
   for v in "${versions[@]}"; do
-    venv="$root/.matrix/ansible-core-$v"
+    venv="$venvs/ansible-core-$v"
     [ -x "$venv/bin/python" ] && newer "$v" "$host_core" && host_core_venv=$venv host_core=$v
   done
   run_rows "${late[@]}"
