@@ -110,6 +110,9 @@ _STEP_ACTIONS = frozenset(("aifabric.lab.flow_step", "flow_step"))
 _FABRIC_ACTIONS = frozenset(("aifabric.lab.fabric_paths_info", "fabric_paths_info", "aifabric.lab.fabric_paths",
                              "fabric_paths"))
 _RDMA_INFO_ACTIONS = frozenset(("aifabric.lab.rdma_info", "rdma_info"))
+# (port_counters: the module's name before 0.5.0) a snapshot with a step is a switch's, taken by the experiment role
+_PORT_COUNTER_ACTIONS = frozenset(("aifabric.lab.port_counters_info", "port_counters_info",
+                                   "aifabric.lab.port_counters", "port_counters"))
 _STATS_ACTIONS = frozenset(("ansible.builtin.set_stats", "set_stats", "ansible.legacy.set_stats"))
 PLAN_STAT = "aifabric_lab_plan"  # the experiment role's set_stats key: {plan: flow_plan's result, throttles: [...]}
 
@@ -275,6 +278,13 @@ class CallbackModule(CallbackBase):
             if isinstance(result._result.get("fabric_counters"), dict):
                 self._collector.add_fabric_counters(result._result["fabric_counters"])
             return
+        if task.action in _PORT_COUNTER_ACTIONS and not (failed or status_override):
+            res = result._result
+            if res.get("step") and isinstance(res.get("counters"), dict):
+                delegated = res.get("_ansible_delegated_vars") or {}
+                host = delegated.get("ansible_delegated_host") or result._host.get_name()
+                self._collector.add_port_counters(res["step"], host, res.get("label"), res["counters"])
+            return
         if task.action in _STEP_ACTIONS:
             # (ansible-core 2.19 hands a failed task's result to v2_runner_on_failed without its "failed" key)
             self._record_step_task(result, unreachable=status_override == "unreachable", failed=failed)
@@ -325,7 +335,7 @@ class CallbackModule(CallbackBase):
         self._record(result, status_override="unreachable")
 
     def v2_runner_item_on_ok(self, result):
-        if result._task.action in _STEP_ACTIONS:
+        if result._task.action in _STEP_ACTIONS or result._task.action in _PORT_COUNTER_ACTIONS:
             self._record(result)
 
     def v2_runner_item_on_failed(self, result):

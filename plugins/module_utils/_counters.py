@@ -129,15 +129,88 @@ def read_qdiscs(ipr, names):
     return {name: Shaper(ipr, name).counters() for name in names}
 
 
+def marked_ports(ipr):
+    """The devices of this namespace whose root htb carries the collection's ECN marker (``_ecn``), by name."""
+    from ._ecn import Marker
+
+    out = []
+    for link in ipr.get_links():
+        name = link.get_attr("IFLA_IFNAME")
+        try:
+            found = Marker(ipr, name).find()[1] is not None
+        except Exception:  # noqa: BLE001  EcnError, pyroute2's NetlinkError: a device without an htb of ours
+            found = False
+        if found:
+            out.append(name)
+    return sorted(out)
+
+
+def read_ecn(ipr, names):
+    """``({device: counters}, {device: queue})`` of the ECN markers on ``names``: the marker's cumulative counters
+    (packets, bytes, by codepoint on arrival, marked, dropped, early_dropped, and per wire segment: segs,
+    ect_segs, marked_segs, dropped_segs), and apart from them what is not a counter (the configuration, the queue's
+    backlog and its peak since the marker was put on, the marking histogram by queue depth as two lists). A device
+    without a marker fails, naming it."""
+    from ._ecn import COUNTERS, HIST_BUCKETS, EcnError, Marker
+
+    counters, queues = {}, {}
+    for name in names:
+        try:
+            values = Marker(ipr, name).read()
+        except EcnError as exc:
+            raise KeyError("ecn: %s" % exc) from None
+        if not values or values.get("foreign"):
+            raise KeyError("ecn: %s carries no ECN marker of aifabric.lab.ecn_marker (%s)" % (
+                name, "a foreign one" if values else "none"))
+        counters[name] = {k: values[k] for k in COUNTERS if k != "max_backlog"}
+        queues[name] = {"limit_bytes": values["limit"], "min_threshold_bytes": values["min_threshold"],
+                        "max_threshold_bytes": values["max_threshold"], "backlog_bytes": values["backlog"],
+                        "max_backlog_bytes": values["max_backlog"],
+                        "hist_ect": [values["hist_ect_%d" % b] for b in range(HIST_BUCKETS)],
+                        "hist_marked": [values["hist_marked_%d" % b] for b in range(HIST_BUCKETS)]}
+    return counters, queues
+
+
+IPEXT_ECN = ("InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts")
+
+
+def read_ipext(root="/"):
+    """The namespace's IP packets received by ECN codepoint (``IpExt`` of ``/proc/net/netstat``, per segment: the
+    IP layer counts a GRO packet's ``gso_segs``); ``{}`` on a kernel without them."""
+    try:
+        with open(os.path.join(root, "proc/net/netstat")) as handle:
+            lines = [line.split() for line in handle if line.startswith("IpExt:")]
+    except OSError:
+        return {}
+    if len(lines) < 2:
+        return {}
+    values = dict(zip(lines[0][1:], lines[1][1:]))
+    return {k: int(values[k]) for k in IPEXT_ECN if k in values}
+
+
 def snapshot(root="/", rdma=None, netdevs=None, qdiscs=None, ipr=None, clock=time.time, ethtool=None,
-             ethtool_reader=_ioctl_ethtool):
+             ethtool_reader=_ioctl_ethtool, ecn=None, ethtool_optional=False, ipext=False):
     """One snapshot. ``rdma``/``netdevs``: lists of names, or None for all; ``qdiscs``: device names (needs ipr);
     ``ethtool``: netdevs whose QoS statistics to read (the key is there only when asked, so older snapshots compare
-    as before)."""
+    as before; with ``ethtool_optional`` a device without them reads as ``{}``, for a step's own snapshots, which
+    must not fail on a NIC's driver); ``ecn``: devices whose ECN marker to read (needs ipr; the counters under
+    ``ecn``, the queue under ``ecn_queue``)."""
     taken = clock()
     out = {"taken_at": taken, "rdma": read_rdma(root, rdma), "netdev": read_netdevs(root, netdevs), "qdisc": {}}
     if qdiscs:
         out["qdisc"] = read_qdiscs(ipr, qdiscs)
     if ethtool:
-        out["ethtool"] = read_ethtool(ethtool, ethtool_reader)
+        if ethtool_optional:
+            out["ethtool"] = {}
+            for name in ethtool:
+                try:
+                    out["ethtool"].update(read_ethtool([name], ethtool_reader))
+                except (EthtoolError, ImportError):
+                    out["ethtool"][name] = {}
+        else:
+            out["ethtool"] = read_ethtool(ethtool, ethtool_reader)
+    if ecn:
+        out["ecn"], out["ecn_queue"] = read_ecn(ipr, ecn)
+    if ipext:
+        out["ipext"] = read_ipext(root)
     return out

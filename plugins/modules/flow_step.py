@@ -315,6 +315,23 @@ options:
         type: list
         elements: str
         default: []
+      ethtool:
+        description:
+          - Netdevs whose QoS statistics to read (a real NIC's PFC pause frames and pause duration per priority, as
+            O(aifabric.lab.port_counters_info#module:ethtool) reads them); a device without them reads as none,
+            never failing the step. The experiment role asks for the lab interface of
+            a perftest step.
+        type: list
+        elements: str
+        default: []
+        version_added: 0.5.0
+      ipext:
+        description:
+          - Read the namespace's IP packets by ECN codepoint (C(IpExt) of C(/proc/net/netstat)), the CE-marked
+            packets a receiver got. The experiment role asks for it on a tcp step.
+        type: bool
+        default: false
+        version_added: 0.5.0
   parts:
     description:
       - With O(state=started), several hosts' parts started by one task, each inside its own network namespace of

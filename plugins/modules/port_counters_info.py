@@ -59,6 +59,30 @@ options:
     elements: str
     default: []
     version_added: 0.5.0
+  ecn:
+    description:
+      - Ports whose ECN marker (M(aifabric.lab.ecn_marker), the netns lab's switch ports) to read - its cumulative
+        counters (packets and segments by ECN codepoint on arrival, marked, dropped, early dropped) into
+        RV(counters.ecn), its queue (the buffer, the thresholds, the backlog and its peak, the marking histogram by
+        queue depth) into RV(counters.ecn_queue). A port without the marker fails the task, naming it.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.5.0
+  ecn_discover:
+    description:
+      - Also read every port of this namespace that carries the marker, with its qdisc (the
+        C(aifabric.lab.experiment) role reads the switch this way around every step when C(experiment_switch_ecn) is
+        on).
+    type: bool
+    default: false
+    version_added: 0.5.0
+  step:
+    description:
+      - The step these counters belong to, returned as RV(step); with O(label) V(before) or V(after), the
+        C(aifabric.lab.barrier_report) callback keeps the two snapshots in the step's counters under this host.
+    type: str
+    version_added: 0.5.0
   label:
     description:
       - Returned as RV(label), for the play's own bookkeeping (pair two snapshots with the
@@ -117,6 +141,11 @@ engine:
   description: O(engine), as given.
   returned: when given
   type: str
+step:
+  description: O(step), as given.
+  returned: when given
+  type: str
+  version_added: 0.5.0
 counters:
   description: The snapshot.
   returned: always
@@ -139,6 +168,19 @@ counters:
       type: dict
       returned: when O(ethtool) is given
       sample: {ens1f0np0: {rx_prio3_pause: 1204, rx_prio3_pause_duration: 38112, tx_prio3_pause: 0}}
+    ecn:
+      description:
+        - Per port in O(ecn) (and found by O(ecn_discover)), the marker's counters since it was put on.
+      type: dict
+      returned: when O(ecn) or O(ecn_discover) is given
+      sample: {p-sink1: {packets: 11200, segs: 89907, ect_segs: 89472, marked_segs: 88992, dropped_segs: 339}}
+    ecn_queue:
+      description:
+        - Per port, the marker's queue - C(limit_bytes), C(min_threshold_bytes), C(max_threshold_bytes),
+          C(backlog_bytes), C(max_backlog_bytes) and the ECT and marked packets by the queue depth they found
+          (C(hist_ect), C(hist_marked), 16 buckets of 1/16 of the buffer each).
+      type: dict
+      returned: when O(ecn) or O(ecn_discover) is given
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -91,7 +91,7 @@ class HostPart:
     engine: str
     servers: list = field(default_factory=list)  # FlowSpec
     clients: list = field(default_factory=list)  # (FlowSpec, annotations)
-    counters: dict | None = None  # {netdevs, qdiscs, rdma_devices, interface}
+    counters: dict | None = None  # {netdevs, qdiscs, rdma_devices, ethtool, ipext, interface}
     rendezvous: dict = field(default_factory=dict)  # {host, address, port, parties, expected_flows, start_at}
     arm_timeout: float = 60.0
     timeout: float = 300.0
@@ -130,8 +130,10 @@ def _counters(spec):
                 return {"error": "pyroute2 is not installed on this host; qdisc counters need it"}
             with IPRoute() as ipr:
                 return snapshot(rdma=spec.get("rdma_devices") or [], netdevs=spec.get("netdevs") or [],
-                                qdiscs=spec["qdiscs"], ipr=ipr)
-        return snapshot(rdma=spec.get("rdma_devices") or [], netdevs=spec.get("netdevs") or [])
+                                qdiscs=spec["qdiscs"], ipr=ipr, ipext=bool(spec.get("ipext")),
+                                ethtool=spec.get("ethtool") or None, ethtool_optional=True)
+        return snapshot(rdma=spec.get("rdma_devices") or [], netdevs=spec.get("netdevs") or [],
+                        ipext=bool(spec.get("ipext")), ethtool=spec.get("ethtool") or None, ethtool_optional=True)
     except Exception as exc:  # noqa: BLE001  a counter that cannot be read must not cost the flows
         return {"error": "%s: %s" % (type(exc).__name__, exc)}
 

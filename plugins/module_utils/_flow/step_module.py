@@ -54,6 +54,8 @@ def _counters_options():
         netdevs=dict(type="list", elements="str", default=[]),
         qdiscs=dict(type="list", elements="str", default=[]),
         rdma_devices=dict(type="list", elements="str", default=[]),
+        ethtool=dict(type="list", elements="str", default=[]),
+        ipext=dict(type="bool", default=False),
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, format_size, parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.ecn import step_ecn
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.events import report_events
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import analyze_fabric
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import (
@@ -352,6 +353,9 @@ def _with_counters(report, step):
     """What the wire and the queues saw beside the step: each host's before/after snapshots diffed, the books."""
     if step.counters:
         report["counters"] = step_counters(report, step.counters)
+        books = step_ecn(report, step)
+        if books is not None:  # the switch's marked ports were snapshotted (experiment_switch_ecn)
+            report["ecn"] = books
     return report
 
 

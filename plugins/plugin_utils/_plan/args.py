@@ -63,6 +63,10 @@ def host_args(the_plan, host, step, token, throttle=None):
         counters = {"interface": entry.interface, "netdevs": [entry.interface],
                     "qdiscs": [entry.interface] if throttle.get("mechanism") == "tc" else [],
                     "rdma_devices": [entry.rdma_device] if perftest and entry.rdma_device else []}
+        if perftest:  # a real NIC's PFC pauses per priority and their duration (none read as {}: docs/nic-qos.md)
+            counters["ethtool"] = [entry.interface]
+        else:  # the receiving namespace's CE-marked packets, the other end of the switch's marks (docs/congestion.md)
+            counters["ipext"] = True
     program = None
     if the_plan.job is not None and host in the_plan.job.ranks:
         program = the_plan.job.programs(the_plan.hosts)[host]

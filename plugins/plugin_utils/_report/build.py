@@ -116,12 +116,35 @@ def summarize_experiment(experiment, steps):
                     "predicted_step_s": by_name[n].get("predicted_step_s"),
                     "straggler": (by_name[n].get("straggler") or {}).get("host")} for n in names],
     }
+    books = [s["ecn"] for s in ok if s.get("ecn")]
+    if books:  # the switch's marked ports were snapshotted: the experiment's congestion books, its steps summed
+        out["ecn"] = _ecn_books(books, ok)
     if experiment.collective:
         out["collective"] = _collective(experiment.collective, experiment, by_name)
     if experiment.job:
         out["job"] = {"algorithm": list(experiment.job.described), "ranks": len(experiment.job.ranks),
                       "jct_s": summary([s["step_s"] for s in ok])}
     return out
+
+
+def _ecn_books(books, steps):
+    """An experiment's congestion books over its steps (each step's ``ecn``): the segments, ECT, marks and drops at
+    the marked ports, the flows' retransmissions and RTO expiries, the flow completion times over every flow of
+    every step (p50, p99), the step times; lossless only when every step was; the checks that disagreed."""
+    total = {k: sum(b["total"][k] for b in books) for k in ("segs", "ect_segs", "marked_segs", "dropped_segs")}
+    fct = [w["completion_s"] for s in steps for w in s["workers"] if w.get("completion_s") is not None]
+    return {
+        "steps": len(books),
+        "total": total,
+        "marking_ratio": round(total["marked_segs"] / total["ect_segs"], 6) if total["ect_segs"] else None,
+        "peak_queue_bytes": max(b["peak_queue_bytes"] for b in books),
+        "retransmits": sum(b["retransmits"] for b in books),
+        "rto_timeouts": sum(b["rto_timeouts"] for b in books),
+        "fct_s": summary(fct),
+        "step_s": summary([s["step_s"] for s in steps]),
+        "lossless": all(b["lossless"] for b in books),
+        "disagreements": [c["text"] for b in books for c in b["checks"] if not c["agrees"]],
+    }
 
 
 def _collective(collective, experiment, by_name):

@@ -189,6 +189,7 @@ class Collector:
         self.nics = {}  # host -> the NIC its step ran on (module_utils/_nic.identify)
         self.programs = {}  # step -> {host: program result} (a job's steps)
         self._fabric_before = {}
+        self._ports_before = {}
 
     def add_flow(self, step, host, record, fill_only=False):
         """One flow's record. A failure already known for the flow is kept (the first cause is the one that explains
@@ -291,6 +292,18 @@ class Collector:
         for switch, after in sorted(switches.items()):
             if switch in before:
                 self.add_counters(step, switch, {"before": before[switch], "after": after})
+
+    def add_port_counters(self, step, host, label, counters):
+        """One port_counters_info snapshot of ``host`` taken for ``step`` (a switch's marked ports, the experiment
+        role's ``experiment_switch_ecn``): before is kept until after, then both go to the step's counters."""
+        if not step or not isinstance(counters, dict) or label not in ("before", "after"):
+            return
+        if label == "before":
+            self._ports_before[(step, host)] = counters
+            return
+        before = self._ports_before.pop((step, host), None)
+        if before is not None:
+            self.add_counters(step, host, {"before": before, "after": counters})
 
     def records(self):
         """``{step: [flow record, ...]}``, as ``model.build_run`` takes them."""

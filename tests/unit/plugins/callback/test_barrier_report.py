@@ -372,3 +372,49 @@ def test_a_jobs_step_has_programs_and_no_flows_and_gets_its_report(callback):
     (step,) = json.load(open(os.path.join(path, "report.json")))["steps"]
     assert step["kind"] == "job" and step["status"] == "ok" and step["step_s"] == pytest.approx(0.180)
     assert any("=== job step 'job': 3/3 workers' programs complete" in line for line in callback._display.lines)
+
+
+def switch_snapshot(label, segs, marked, dropped):
+    """The experiment role's snapshot of the switch's marked ports (port_counters_info, ecn_discover, delegated to
+    the switch), as Ansible hands it to a callback."""
+    ecn = {"p-sink": {"packets": segs // 10, "bytes": segs * 9000, "ect": segs // 10, "not_ect": 0, "ce_in": 0,
+                      "marked": marked // 10, "dropped": dropped // 10, "early_dropped": 0, "dropped_bytes": 0,
+                      "segs": segs, "ect_segs": segs, "marked_segs": marked, "dropped_segs": dropped}}
+    queue = {"p-sink": {"limit_bytes": 200000, "min_threshold_bytes": 60000, "max_threshold_bytes": 60000,
+                        "backlog_bytes": 0, "max_backlog_bytes": 150000 if segs else 0,
+                        "hist_ect": [0] * 16, "hist_marked": [0] * 16}}
+    counters = {"taken_at": 1.0, "rdma": {}, "netdev": {},
+                "qdisc": {"p-sink": {"qdisc": {"drops": dropped // 10}, "classes": {}}}, "ecn": ecn,
+                "ecn_queue": queue}
+    args = {"ecn_discover": True, "step": "barrier", "label": label}
+    result = Result("sink", "aifabric.lab.port_counters_info", args,
+                    {"changed": False, "counters": counters, "step": "barrier", "label": label,
+                     "_ansible_delegated_vars": {"ansible_delegated_host": "switch"}})
+    return result
+
+
+def test_the_switchs_marked_ports_are_kept_under_the_switch_and_give_the_steps_ecn_books(callback):
+    callback.v2_runner_on_ok(plan_result())
+    callback.v2_runner_on_ok(switch_snapshot("before", 0, 0, 0))
+    rec = record()
+    # the sink's namespace counted the CE-marked segments it received: the markers' other end
+    rec["hosts"]["sink"]["counters"] = {
+        "before": {"taken_at": 1.0, "rdma": {}, "qdisc": {}, "netdev": {}, "ipext": {"InCEPkts": 0}},
+        "after": {"taken_at": 4.0, "rdma": {}, "qdisc": {}, "netdev": {}, "ipext": {"InCEPkts": 700}},
+        "interface": "eth0", "engine": "tcp"}
+    callback.v2_runner_on_ok(Result("sink", ACTION, {"state": "collected", "step": "barrier", "party": "sink"},
+                                    {"step": rec}))
+    callback.v2_runner_item_on_ok(switch_snapshot("after", 2000, 700, 20))
+    path = run_dir(callback)
+    assert sorted(os.listdir(os.path.join(path, "counters", "barrier"))) == ["sink.json", "switch.json", "w1.json"]
+    callback.v2_playbook_on_stats(None)
+    (step,) = json.load(open(os.path.join(path, "report.json")))["steps"]
+    books = step["ecn"]
+    assert books["total"]["marked_segs"] == 700 and books["total"]["dropped_segs"] == 20
+    assert [(c["check"], c["agrees"]) for c in books["checks"]] == [("marks", True), ("drops", True)]
+    assert books["lossless"] is False
+    # the drops are error counters now: the seed's "all error counters zero" no longer hides them
+    assert "switch:ecn/p-sink/dropped_segs +20" in step["counters"]["verdict"]
+    text = "\n".join(callback._display.lines)
+    assert "  ecn                    lossy: 20 segments dropped (switch p-sink 20); 700 segments marked CE" in text
+    assert "books agree: the markers marked 700 segments, the receivers counted 700 CE (InCEPkts)" in text

@@ -145,7 +145,7 @@ def test_port_counters_info_reads_the_ports_given(monkeypatch):
 
     assert module_args()["argument_spec"]["ethtool"] == {"type": "list", "elements": "str", "default": []}
     params = dict(rdma_devices=[], netdevs=[], qdiscs=[], ethtool=["ens1f0np0"], label=None, interface=None,
-                  engine=None)
+                  engine=None, ecn=[], ecn_discover=False, step=None)
     module = ModuleLike(params)
     with pytest.raises(Done):
         run_module(module, ethtool_reader=Mlx5Ethtool)
@@ -154,3 +154,43 @@ def test_port_counters_info_reads_the_ports_given(monkeypatch):
     with pytest.raises(Done):
         run_module(module, ethtool_reader=Mlx5Ethtool)
     assert module.result == {"msg": "ethtool: ens9: there is no such interface here", "failed": True}
+
+
+def test_the_namespaces_ecn_codepoints_come_from_ipext(tmp_path):
+    """/proc/net/netstat's IpExt pair of lines (header, values), as Linux 6.x writes it; the four codepoint counters
+    kept, the rest left."""
+    from ansible_collections.aifabric.lab.plugins.module_utils._counters import read_ipext, snapshot
+
+    (tmp_path / "proc/net").mkdir(parents=True)
+    (tmp_path / "sys/class/net").mkdir(parents=True)
+    (tmp_path / "proc/net/netstat").write_text(
+        "TcpExt: SyncookiesSent SyncookiesRecv\nTcpExt: 0 0\n"
+        "IpExt: InNoRoutes InTruncatedPkts InMcastPkts OutMcastPkts InBcastPkts OutBcastPkts InOctets OutOctets "
+        "InMcastOctets OutMcastOctets InBcastOctets OutBcastOctets InCsumErrors InNoECTPkts InECT1Pkts InECT0Pkts "
+        "InCEPkts ReasmOverlaps\n"
+        "IpExt: 0 0 0 0 0 0 9000 8000 0 0 0 0 0 90081 0 164 44517 0\n")
+    assert read_ipext(str(tmp_path)) == {"InNoECTPkts": 90081, "InECT1Pkts": 0, "InECT0Pkts": 164, "InCEPkts": 44517}
+    assert snapshot(root=str(tmp_path), rdma=[], netdevs=[], ipext=True)["ipext"]["InCEPkts"] == 44517
+    assert "ipext" not in snapshot(root=str(tmp_path), rdma=[], netdevs=[])
+    (tmp_path / "proc/net/netstat").write_text("TcpExt: A\nTcpExt: 1\n")
+    assert read_ipext(str(tmp_path)) == {}
+
+
+def test_this_kernels_ipext_counts_codepoints():
+    from ansible_collections.aifabric.lab.plugins.module_utils._counters import read_ipext
+
+    assert set(read_ipext()) == {"InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts"}
+
+
+def test_a_steps_ethtool_snapshot_never_fails_on_a_driver_without_statistics():
+    """A perftest step reads its interface's QoS statistics (PFC pauses); lo has none: {} instead of a failure, so
+    the step's counters are never lost to a driver."""
+    from ansible_collections.aifabric.lab.plugins.module_utils._counters import EthtoolError, snapshot
+
+    def reader(name):
+        raise OSError(95, "Operation not supported")
+
+    snap = snapshot(rdma=[], netdevs=["lo"], ethtool=["lo"], ethtool_reader=reader, ethtool_optional=True)
+    assert snap["ethtool"] == {"lo": {}}
+    with pytest.raises(EthtoolError):
+        snapshot(rdma=[], netdevs=["lo"], ethtool=["lo"], ethtool_reader=reader)

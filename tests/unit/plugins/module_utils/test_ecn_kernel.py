@@ -1,97 +1,14 @@
 # -*- coding: utf-8 -*-
 """The ECN marker on the real kernel (needs root; the integration tier's unit_root target runs it): a veth pair
 between two namespaces of its own (aflt-wt-ecn-<pid>-a/-b, removed also on failure), an htb shaper on one end, the
-marker on its root; a burst of UDP datagrams far above the rate, ECT(0) or not-ECT, and the receiver's own count of
-the codepoints it got (IP_RECVTOS) against the marker's counters."""
+marker on its root (ecn_port.py, shared with benchmarks/marking.py); a burst of UDP datagrams far above the rate,
+ECT(0) or not-ECT, and the receiver's own count of the codepoints it got (IP_RECVTOS) against the marker's counters."""
 from __future__ import annotations
 
-import contextlib
-import os
-import socket
 import time
 
 import pytest
-
-RATE = "100mbit"
-ADDR_A, ADDR_B = "198.51.100.1", "198.51.100.2"
-PORT = 40999
-PAYLOAD = 1400  # bytes; 1442 on the wire (UDP 8, IPv4 20, Ethernet 14)
-
-
-def _params(**kw):
-    base = {"device": "ecn0", "state": "present", "mode": "step", "buffer": "100KB", "threshold": "30KB",
-            "min_threshold": None, "max_threshold": None, "max_probability": None, "non_ect": "drop", "rate": None}
-    base.update(kw)
-    return base
-
-
-def _in(name, fn):
-    from pyroute2 import netns
-
-    netns.pushns(name)
-    try:
-        return fn()
-    finally:
-        netns.popns()
-
-
-def _burst(sender, receiver, tos, count):
-    """``count`` datagrams with TOS ``tos`` as fast as the socket takes them; the TOS bytes the receiver got."""
-    sender.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
-    payload = b"\0" * PAYLOAD
-    for _i in range(count):
-        while True:
-            try:
-                sender.sendto(payload, (ADDR_B, PORT))
-                break
-            except OSError:  # ENOBUFS: the socket's buffer is full; the qdisc takes more in a moment
-                time.sleep(0.0005)
-    got = []
-    receiver.settimeout(0.5)
-    while True:
-        try:
-            _data, anc, _flags, _addr = receiver.recvmsg(2048, socket.CMSG_SPACE(4))
-        except socket.timeout:
-            return got
-        for level, kind, value in anc:
-            if level == socket.IPPROTO_IP and kind == socket.IP_TOS:
-                got.append(value[0])
-
-
-SHAPER = {"device": "ecn0", "direction": "egress", "qdisc": "htb", "rate": RATE, "burst": None, "latency": 0.05,
-          "fair_share_sources": [], "fair_share_destinations": [], "ack_priority": True, "fair_share_ports": None,
-          "ifb_device": None, "state": "present", "state_dir": None, "owner": None}
-
-
-@contextlib.contextmanager
-def veth_pair():
-    """Namespaces aflt-wt-ecn-<pid>-a and -b, a veth between them (ecn0 in a, ecn1 in b), an htb shaper at RATE on
-    ecn0; removed on the way out, whatever happened."""
-    from ansible_collections.aifabric.lab.plugins.module_utils._tc import shape
-    from pyroute2 import IPRoute, netns
-
-    a, b = "aflt-wt-ecn-%d-a" % os.getpid(), "aflt-wt-ecn-%d-b" % os.getpid()
-    netns.create(a)
-    netns.create(b)
-    try:
-        with IPRoute(netns=a) as ipr:
-            ipr.link("add", ifname="ecn0", kind="veth", peer={"ifname": "ecn1", "net_ns_fd": b})
-            index = ipr.link_lookup(ifname="ecn0")[0]
-            ipr.addr("add", index=index, address=ADDR_A, prefixlen=24)
-            ipr.link("set", index=index, state="up")
-        with IPRoute(netns=b) as ipr:
-            index = ipr.link_lookup(ifname="ecn1")[0]
-            ipr.addr("add", index=index, address=ADDR_B, prefixlen=24)
-            ipr.link("set", index=index, state="up")
-        with IPRoute(netns=a) as ipr:
-            shape(ipr, SHAPER)
-        yield a, b
-    finally:
-        for name in (a, b):
-            try:
-                netns.remove(name)
-            except OSError:
-                pass
+from ecn_port import ADDR_B, PORT, RATE, burst, in_ns, marker_params, receiver_socket, sender_socket, veth_pair
 
 
 @pytest.mark.needs_root
@@ -101,39 +18,26 @@ def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_rec
 
     with veth_pair() as (a, b):
         with IPRoute(netns=a) as ipr:
-            first = mark(ipr, _params())
+            first = mark(ipr, marker_params())
             assert first["changed"] and first["applied_by"] == "attached"
             assert first["marker"] == {"mode": "step", "rate": RATE, "buffer": "100KB", "threshold": "30KB",
                                        "non_ect": "drop"}
-            assert not mark(ipr, _params())["changed"]  # idempotent: the map holds the same configuration
-            assert mark(ipr, _params(), check_mode=True)["changed"] is False
+            assert not mark(ipr, marker_params())["changed"]  # idempotent: the map holds the same configuration
+            assert mark(ipr, marker_params(), check_mode=True)["changed"] is False
 
-        def receiver():
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
-            s.bind((ADDR_B, PORT))
-            return s
-
-        def sender():
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
-            s.bind((ADDR_A, 0))
-            return s
-
-        rx, tx = _in(b, receiver), _in(a, sender)
+        rx, tx = in_ns(b, receiver_socket), in_ns(a, sender_socket)
         try:
-            ect = _burst(tx, rx, 0x02, 400)  # ECT(0)
+            ect = burst(tx, rx, 0x02, 400)  # ECT(0)
             with IPRoute(netns=a) as ipr:
                 after_ect = Marker(ipr, "ecn0").read()
-            not_ect = _burst(tx, rx, 0x00, 400)
+            not_ect = burst(tx, rx, 0x00, 400)
             with IPRoute(netns=a) as ipr:
                 after_all = Marker(ipr, "ecn0").read()
-                moved = mark(ipr, _params(threshold="50KB"))  # a new K: the map rewritten, the counters go on
+                moved = mark(ipr, marker_params(threshold="50KB"))  # a new K: the map rewritten, the counters go on
                 assert moved["applied_by"] == "changed in place" and moved["marker"]["threshold"] == "50KB"
                 assert moved["counters"]["marked"] == after_all["marked"]
                 assert moved["counters"]["packets"] >= after_all["packets"]
-                result = mark(ipr, _params(state="absent"))
+                result = mark(ipr, marker_params(state="absent"))
                 assert result["changed"] and Marker(ipr, "ecn0").find() == (None, None)
         finally:
             rx.close()
@@ -176,25 +80,25 @@ def test_a_tcp_flow_with_ecn_through_the_marker_is_marked_and_its_sender_sees_th
 
     with veth_pair() as (a, b):
         with IPRoute(netns=a) as ipr:
-            mark(ipr, _params())
+            mark(ipr, marker_params())
         engine = TcpEngine()
         server_spec = FlowSpec(role="server", address=ADDR_B, port=PORT, token="t", expected_clients=1, timeout=30,
                                ecn="accept")
         client_spec = FlowSpec(role="client", address=ADDR_B, port=PORT, token="t", flow_id="w1",
                                volume=8_000_000, timeout=30, ecn="on", congestion="reno")
-        listener = _in(b, lambda: engine.listen(server_spec))
-        before = _in(b, tcp_info.ip_ecn_counters)
+        listener = in_ns(b, lambda: engine.listen(server_spec))
+        before = in_ns(b, tcp_info.ip_ecn_counters)
         served = {}
         thread = threading.Thread(target=lambda: served.update(engine.serve(server_spec, listener)), daemon=True)
         thread.start()
         client = engine.client(client_spec)
-        assert _in(a, lambda: client.arm(time.monotonic() + 10)), client.result
+        assert in_ns(a, lambda: client.arm(time.monotonic() + 10)), client.result
         try:
             result = client.fire(time.time() + 0.1)
         finally:
             client.close()
         thread.join(timeout=30)
-        after = _in(b, tcp_info.ip_ecn_counters)
+        after = in_ns(b, tcp_info.ip_ecn_counters)
         with IPRoute(netns=a) as ipr:
             port = Marker(ipr, "ecn0").read()
         assert result["status"] == "ok", result

@@ -25,7 +25,9 @@ def test_host_args_fold_in_the_throttle_the_host_got():
     assert args["party"] == "worker3" and args["token"] == "tok" and args["step"] == "b"
     (client,) = args["clients"]
     assert client == {"flow_id": "worker3", "address": "198.18.0.1", "port": 18600, "volume": 10**9, "streams": 1}
-    assert args["counters"] == {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}
+    # a tcp step's hosts read their namespace's IP packets by ECN codepoint too (a receiver's CE counts)
+    assert args["counters"] == {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": [],
+                                "ipext": True}
     # a worker is told where to meet; only the coordinating host gets every host and flow of the step
     assert args["rendezvous"] == {"host": "sink", "address": "198.18.0.1", "port": 18599, "start_at": None}
     sink = host_args(p, "sink", "b", "tok")
@@ -52,6 +54,8 @@ def test_host_args_for_perftest_carry_the_device_and_the_rate_limit():
     args = host_args(p, "worker2", "barrier", "t", throttle=throttle)
     assert args["perftest"] == {"tool": "ib_read_bw", "device": "mlx5_0"}
     assert args["clients"][0]["rate_limit"] == "2gbit" and args["clients"][0]["source"] == "198.18.0.12"
+    # a perftest step's hosts read their NIC's PFC pause counters (none on a NIC without them)
+    assert args["counters"]["ethtool"] == ["eth0"] and "ipext" not in args["counters"]
     assert args["clients"][0]["port"] == 18601  # one perftest server process per client
     assert host_args(p, "sink", "barrier", "t")["servers"][0]["volume"] == 10**9
 
@@ -69,7 +73,8 @@ def test_a_lab_of_namespaces_starts_every_part_from_one_task():
     assert w3 == {"party": "worker3", "netns": "afl-worker3", "servers": [],
                   "clients": [{"flow_id": "worker3", "address": "198.18.0.1", "port": 18600, "volume": 10**9,
                                "streams": 1}],
-                  "counters": {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": []}}
+                  "counters": {"interface": "eth0", "netdevs": ["eth0"], "qdiscs": ["eth0"], "rdma_devices": [],
+                               "ipext": True}}
     assert sink["servers"] == [{"port": 18600, "expected_clients": 3, "address": "198.18.0.1", "max_bytes": 2 * 10**9}]
     # a part's own arguments carry no rendezvous: the one task's is the coordinator's, shared
     assert "rendezvous" not in w3
