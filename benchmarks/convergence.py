@@ -7,7 +7,7 @@ connected and been admitted - before the first flow starts); every flow samples 
 every ``--interval`` s. The analysis (``plugin_utils/_analysis/convergence.py``) reports the time from T0 until every
 one of the 2M flows stays within ``--tolerance`` of its fair share (the port's TCP goodput / 2M), each flow's time,
 Jain's fairness index at the window's end, and the retransmissions (the senders' TCP_INFO) and the drops of the
-bottleneck port's shaper (``tc -s qdisc`` before and after).
+bottleneck port's qdiscs (pyroute2's tc stats before and after).
 
 The flows run through the tcp engine directly, one process per flow in its host's namespace (as
 ``benchmarks/_netns.py`` does), not through the experiment role: an experiment starts all its flows at one instant,
@@ -27,21 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BIN = os.path.dirname(sys.executable)
-COLL = os.path.join(ROOT, ".collections")
-sys.path.insert(0, COLL)
-
-from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_rate, parse_size  # noqa: E402
-from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.convergence import convergence  # noqa: E402
-from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import goodput_factor  # noqa: E402
+from _lab import COLL, ROOT, fifo, inventory_facts, netns_lab, port_drops
+from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_size
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.convergence import convergence
+from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import goodput_factor
 
 RUNNER = r"""
 import json, sys
@@ -51,37 +44,6 @@ from ansible_collections.aifabric.lab.plugins.module_utils._flow.tcp import TcpE
 spec = FlowSpec(**json.loads(sys.argv[1]))
 print(json.dumps(TcpEngine().serve(spec) if spec.role == "server" else TcpEngine().send(spec)))
 """ % {"coll": COLL}
-
-
-def playbook(env, inv, book, prefix):
-    cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inv, book, "-e", "lab_namespace_prefix=%s" % prefix]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
-
-
-def inventory_facts(inv):
-    """Line rate, MTU and the hosts' addresses, from the inventory (ansible-inventory)."""
-    out = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", inv, "--list"], capture_output=True,
-                         text=True, check=True, cwd=ROOT).stdout
-    data = json.loads(out)
-    hostvars = data["_meta"]["hostvars"]
-    workers = sorted(data["workers"]["hosts"], key=lambda h: int(re.sub(r"\D", "", h) or 0))
-    anyhost = hostvars[workers[0]]
-    return {"rate": parse_rate(anyhost["lab_line_rate"]), "mtu": int(anyhost["lab_mtu"]), "workers": workers,
-            "address": {h: v.get("lab_address") for h, v in hostvars.items()}}
-
-
-def port_drops(prefix, port):
-    out = subprocess.run(["ip", "netns", "exec", prefix + "switch", "tc", "-s", "qdisc", "show", "dev", port],
-                         capture_output=True, text=True, check=False).stdout
-    return sum(int(n) for n in re.findall(r"dropped (\d+)", out))
-
-
-def fifo(prefix, port, rate, buffer):
-    """Replace the port's per-sender fair classes with one tail-drop FIFO of ``buffer`` bytes at the line rate (tbf):
-    a switch's shared egress queue, where the senders' congestion control, not the arbiter, shares the link."""
-    subprocess.run(["ip", "netns", "exec", prefix + "switch", "tc", "qdisc", "replace", "dev", port, "root", "tbf",
-                    "rate", "%dbit" % rate, "burst", "65536", "limit", str(buffer)], check=True, capture_output=True,
-                   text=True)
 
 
 def run_m(m, facts, prefix, args, port):
@@ -157,31 +119,22 @@ def main():
     if 2 * max(ms) > len(facts["workers"]):
         parser.error("M=%d needs %d workers; %s has %d" % (max(ms), 2 * max(ms), args.inventory,
                                                            len(facts["workers"])))
-    work = tempfile.mkdtemp(prefix="aflb-conv-")
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), AIFABRIC_RUNS_DIR=work,
-               ANSIBLE_FORKS="40")
     rows, raw = [], {}
     try:
-        proc = playbook(env, inv, "playbooks/lab_up.yml", args.prefix)
-        if proc.returncode:
-            raise RuntimeError("lab_up on %s failed:\n%s" % (inv, proc.stdout[-3000:]))
-        if args.queue == "fifo":
-            fifo(args.prefix, "p-sink1", facts["rate"], parse_size(args.buffer, "--buffer"))
-        for m in ms:
-            before = port_drops(args.prefix, "p-sink1")
-            results, base = run_m(m, facts, args.prefix, args, 18800 + m)
-            drops = port_drops(args.prefix, "p-sink1") - before
-            raw[m] = {"base": base, "results": results}
-            try:
-                rows.append((m, analyse(results, base, m, facts, args), drops, None))
-            except (RuntimeError, ValueError) as exc:
-                rows.append((m, None, drops, str(exc)))
-            print("M=%d done" % m, flush=True)
+        with netns_lab(inv, args.prefix, "aflb-conv-"):
+            if args.queue == "fifo":
+                fifo(args.prefix, "p-sink1", facts["rate"], parse_size(args.buffer, "--buffer"))
+            for m in ms:
+                before = port_drops(args.prefix, "p-sink1")
+                results, base = run_m(m, facts, args.prefix, args, 18800 + m)
+                drops = port_drops(args.prefix, "p-sink1") - before
+                raw[m] = {"base": base, "results": results}
+                try:
+                    rows.append((m, analyse(results, base, m, facts, args), drops, None))
+                except (RuntimeError, ValueError) as exc:
+                    rows.append((m, None, drops, str(exc)))
+                print("M=%d done" % m, flush=True)
     finally:
-        proc = playbook(env, inv, "playbooks/lab_down.yml", args.prefix)
-        if proc.returncode:
-            print("lab_down failed; remove the %s namespaces by hand:\n%s" % (args.prefix, proc.stdout[-2000:]))
-        shutil.rmtree(work, ignore_errors=True)
         if args.raw:
             with open(args.raw, "w") as handle:
                 json.dump(raw, handle)

@@ -56,7 +56,10 @@ def test_the_switchs_marked_ports_are_found_read_and_agree_with_the_qdisc_and_th
     assert got.count(CE) == marked
     assert ce_after - ce_before == marked
     # a drop by the marker is the htb's drop (TC_ACT_SHOT in its classifier); the queue and config are apart
-    qdisc = lambda r: r["counters"]["qdisc"][DEVICE]["qdisc"]["drops"]  # noqa: E731
+
+    def qdisc(snap):
+        return snap["counters"]["qdisc"][DEVICE]["qdisc"]["drops"]
+
     assert qdisc(after) - qdisc(before) == dropped
     queue = after["counters"]["ecn_queue"][DEVICE]
     assert queue["limit_bytes"] == 100_000 and queue["max_backlog_bytes"] > 30_000
