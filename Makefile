@@ -129,9 +129,18 @@ bpf: .stamps/apt-bpf ## build the ECN marker (bpf/ecn_marker.bpf.c, clang-14) in
 	@python3 bpf/embed.py .stamps/ecn_marker.bpf.o bpf/ecn_marker.bpf.c plugins/module_utils/_ecn_program.py
 	@echo "bpf: plugins/module_utils/_ecn_program.py from bpf/ecn_marker.bpf.c"
 
-congestion-demo: setup ## the 8:1 incast on the netns lab, tail drop then ECN marking, side by side (LAB_VARS)
-	@trap 'ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
-	  ansible-playbook -i inventories/netns8 playbooks/incast.yml -e experiment_progress=false $(LAB_EXTRA)
+# The small grid holds the 8:1 incast at 200KB, tail drop and marked, side by side (its report's congestion table);
+# CONGESTION_GRID='{"incast_grid": {"workers": [2, 4, 8], "buffers": ["50KB", "200KB"]}}' for more (a 50KB cell that
+# collapses takes 15 to 60 s a step).
+CONGESTION_GRID ?= {"incast_grid": {"workers": [2, 4, 8], "buffers": ["200KB"]}}
+
+congestion-demo: setup ## the incast grid (N 2,4,8 at 200KB; tail drop and ECN) on netns8, then the seed's barrier on marked ports
+	@trap 'ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null; \
+	  ansible-playbook -i inventories/netns playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/netns8 playbooks/incast.yml -e experiment_progress=false \
+	    -e '$(CONGESTION_GRID)' $(LAB_EXTRA) && \
+	  ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null && \
+	  ansible-playbook -i inventories/netns playbooks/marked_barrier.yml -e experiment_progress=false $(LAB_EXTRA)
 
 fabric-demo: setup ## elephants on a 2-leaf, 4-spine fabric: collisions, and what spreads them, side by side
 	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \

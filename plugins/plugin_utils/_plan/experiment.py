@@ -92,7 +92,7 @@ class ExperimentError(PlanError):
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
           "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
-          "fabric", "job", "tcp", "result_grace"}
+          "fabric", "job", "tcp", "result_grace", "labels"}
 _NOT_FOR_A_JOB = ("pattern", "volume", "root", "streams")
 
 
@@ -107,6 +107,26 @@ PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm",
 
 
 TCP_ECN = ("off", "on", "accept", "accecn")  # flow_step's tcp.ecn
+
+
+def _labels(value):
+    """The experiment's ``labels``: names (letters, digits, ``_``) to strings or numbers, at most 16, recorded in the
+    report (a sweep's cell: ``{n: 8, buffer: 200KB, mode: ecn}``); ``{}`` when not given."""
+    if value in (None, {}):
+        return {}
+    if not isinstance(value, dict) or len(value) > 16:
+        raise ExperimentError("experiment.labels: %r; give a dict of at most 16 names to strings or numbers, like "
+                              "{n: 8, buffer: 200KB, mode: ecn}" % (value,))
+    out = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not key.replace("_", "").isalnum() or len(key) > 32:
+            raise ExperimentError("experiment.labels: %r is not a label's name; use letters, digits and _ (at most "
+                                  "32)" % (key,))
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)) or len(str(item)) > 64:
+            raise ExperimentError("experiment.labels.%s: %r; give a string (at most 64 characters) or a number"
+                                  % (key, item))
+        out[key] = item
+    return out
 
 
 def _tcp(value, engine):
@@ -227,6 +247,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         raise ExperimentError("experiment.perftest.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
                               "(soft-RoCE on a 1500-byte link: 1024)" % (rdma_mtu,))
     tcp = _tcp(experiment.get("tcp"), engine)
+    labels = _labels(experiment.get("labels"))
     job_spec = None
     try:
         if job is not None:
@@ -358,7 +379,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         batch_start=batch and engine == "tcp" and all(hosts[h].netns for h in participants),
         collective=Collective(name=pattern, ranks=len(workers), size=volume,
                               bus_factor=BUS_FACTOR[pattern](len(workers))) if pattern in COLLECTIVES else None,
-        fabric=fabric_spec, tcp=tcp)
+        fabric=fabric_spec, tcp=tcp, labels=labels)
     if job_spec is not None:
         the_plan.job = _job_plan(job, job_spec, workers, port, hosts, path)
     if fabric_spec:

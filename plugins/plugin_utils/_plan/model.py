@@ -380,6 +380,7 @@ class Plan:
     baseline: dict | None = None  # the history's run a vs_baseline gate compares with (recorded with the plan)
     job: JobPlan | None = None  # a training job: the steps run its programs on the hosts (docs/jobs.md)
     tcp: dict = field(default_factory=dict)  # the tcp engine's kernel options: {ecn, congestion} (flow_step's tcp)
+    labels: dict = field(default_factory=dict)  # the experiment's labels (a grid cell's coordinates), in the report
 
     # -- derived --------------------------------------------------------------------------------------------------
     @property
@@ -449,6 +450,8 @@ class Plan:
             out["job"] = self.job.to_dict()
         if self.tcp:  # (likewise)
             out["tcp"] = dict(self.tcp)
+        if self.labels:  # (likewise)
+            out["labels"] = dict(self.labels)
         if views:
             out.update(participants=self.participants, throttled=self.throttled)
         return out
@@ -503,6 +506,7 @@ def _common(data):
         baseline=dict(data["baseline"]) if isinstance(data.get("baseline"), dict) and data["baseline"] else None,
         job=JobPlan.from_dict(data["job"]) if isinstance(data.get("job"), dict) else None,
         tcp=dict(data.get("tcp") or {}),
+        labels=dict(data.get("labels") or {}),
     )
 
 

@@ -17,6 +17,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier imp
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import seeds as fabric_seeds
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import variants as fabric_variants
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.gates import broken_messages, evaluate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.grid import incast_grid
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.job import analyze_job_step
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import mean_idle_share, summary
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.bmwg import build_test_report
@@ -48,6 +49,9 @@ def build_report(run):
     report["experiments"] = [e for e in summaries if e]
     _check_gates(report, run.experiments)
     _fabric_summaries(report)
+    grid = incast_grid(report["experiments"])
+    if grid:  # experiments labelled n, buffer and mode: the incast sweep's cells (docs/congestion.md)
+        report["incast_grid"] = grid
     report["test_report"] = build_test_report(report, run)
     return report
 
@@ -106,6 +110,7 @@ def summarize_experiment(experiment, steps):
     out = {
         "name": experiment.name,
         "pattern": experiment.pattern,
+        **({"labels": dict(experiment.labels)} if experiment.labels else {}),
         "steps": len(names),
         "steps_ok": len(ok),
         "failed_steps": [{"step": n, "cause": by_name[n]["verdict"]} for n in names if by_name[n]["status"] != "ok"],
@@ -142,6 +147,11 @@ def _ecn_books(books, steps):
         "rto_timeouts": sum(b["rto_timeouts"] for b in books),
         "fct_s": summary(fct),
         "step_s": summary([s["step_s"] for s in steps]),
+        # every flow's bytes over the step time; the fair share's step (max-min, predicted) over the measured one
+        "goodput_gbps": summary([sum(w.get("bytes") or 0 for w in s["workers"]) * 8 / s["step_s"] / 1e9
+                                 for s in steps if s.get("step_s")]),
+        "efficiency": summary([s["predicted_step_s"] / s["step_s"] for s in steps
+                               if s.get("step_s") and s.get("predicted_step_s")]),
         "lossless": all(b["lossless"] for b in books),
         "disagreements": [c["text"] for b in books for c in b["checks"] if not c["agrees"]],
     }

@@ -24,7 +24,8 @@ PLAN = F["flow_plan"]({"volume": "1GB", "throttles": {"w3": "2gbit"}}, GROUPS, H
 
 def test_every_filter_is_registered_once_in_the_file_of_its_concept():
     assert {name: sorted(filters) for name, filters in BY_FILE.items()} == {
-        "barrier": ["barrier_analysis", "barrier_gates"], "congestion": ["ecn_books_table", "ecn_port_books"],
+        "barrier": ["barrier_analysis", "barrier_gates"],
+        "congestion": ["ecn_books_table", "ecn_port_books", "incast_cells"],
         "counters": ["counters_diff"],
         "fabric": ["fabric_lab_topology", "fabric_lookup_flows", "fabric_place"], "fair_share": ["fair_share"],
         "history": ["history_baseline", "history_compare", "history_compare_files", "history_compare_text",

@@ -4,7 +4,12 @@ module's RETURN shape), and the side-by-side table."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.aifabric.lab.plugins.plugin_utils._congestion import CongestionError, port_deltas, side_by_side
+from ansible_collections.aifabric.lab.plugins.plugin_utils._congestion import (
+    CongestionError,
+    incast_cells,
+    port_deltas,
+    side_by_side,
+)
 
 
 def result(device, **counts):
@@ -44,3 +49,29 @@ def test_the_table_puts_the_variants_side_by_side():
         "taildrop      5000     0       0      120              -    199000 B",
         "ecn           5000  4990     499        0         0.1000     70000 B",
     ]
+
+
+def test_the_grid_gives_a_variant_per_cell_n_first_then_buffer_tail_drop_before_marking():
+    """K is 60KB, or 30% of a buffer smaller than 200KB: 50KB gets K = 15KB."""
+    cells = incast_cells({"workers": [8, 2], "buffers": ["200KB", "50KB"]}, "60KB", 8)
+    assert [c["name"] for c in cells] == ["n2-50KB-taildrop", "n2-50KB-ecn", "n2-200KB-taildrop", "n2-200KB-ecn",
+                                          "n8-50KB-taildrop", "n8-50KB-ecn", "n8-200KB-taildrop", "n8-200KB-ecn"]
+    assert cells[1] == {"name": "n2-50KB-ecn", "workers": 2, "ecn": "on",
+                        "marker": {"mode": "step", "buffer": "50KB", "threshold": "15KB"},
+                        "labels": {"n": 2, "buffer": "50KB", "mode": "ecn"}}
+    assert cells[0]["marker"] == {"mode": "taildrop", "buffer": "50KB"} and cells[0]["ecn"] == "off"
+    assert cells[3]["marker"]["threshold"] == "60KB"
+    assert [c["name"] for c in incast_cells({"workers": [2], "buffers": ["50KB"], "modes": ["ecn"]})] == [
+        "n2-50KB-ecn"]
+
+
+@pytest.mark.parametrize("grid, workers, words", [
+    ({"workers": [2, 16], "buffers": ["50KB"]}, 8, "N=16, but the lab has 8 workers"),
+    ({"workers": [2]}, None, "give {workers"),
+    ({"workers": [2], "buffers": ["fifty"]}, None, "incast_grid.buffers"),
+    ({"workers": [2], "buffers": ["50KB"], "modes": ["red"]}, None, "incast_grid.modes"),
+    ({"workers": [0], "buffers": ["50KB"]}, None, "incast_grid.workers"),
+])
+def test_a_grid_that_cannot_run_is_named(grid, workers, words):
+    with pytest.raises(CongestionError, match=words.replace("{", "\\{")):
+        incast_cells(grid, "60KB", workers)

@@ -304,3 +304,22 @@ def test_the_result_grace_reaches_every_host_s_rendezvous_and_the_plan_s_record(
     bare = plan({"name": "g"}, GROUPS, HOSTVARS)
     assert bare.rendezvous.result_grace is None and "result_grace" not in bare.to_dict()["rendezvous"]
     assert "result_grace" not in host_args(bare, "sink", "g", "t")["rendezvous"]
+
+
+def test_labels_are_kept_in_the_plan_and_its_record():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan
+
+    p = plan({"name": "i", "labels": {"n": 8, "buffer": "200KB", "mode": "ecn"}}, GROUPS, HOSTVARS)
+    assert p.labels == {"n": 8, "buffer": "200KB", "mode": "ecn"}
+    assert Plan.from_dict(p.to_dict()).labels == p.labels
+    assert "labels" not in plan({"name": "j"}, GROUPS, HOSTVARS).to_dict()
+
+
+@pytest.mark.parametrize("labels, message", [
+    ({"n": [8]}, "experiment.labels.n: [8]; give a string"),
+    ({"a b": 1}, "experiment.labels: 'a b' is not a label's name"),
+    ("n=8", "experiment.labels: 'n=8'; give a dict"),
+])
+def test_bad_labels_are_named(labels, message):
+    with pytest.raises(ExperimentError, match=message.replace("[", r"\[")):
+        plan({"name": "i", "labels": labels}, GROUPS, HOSTVARS)
