@@ -16,7 +16,9 @@ What is looked at, and how it is recognised:
   Moved aside to ``<state_dir>/orphaned/`` (kept: nothing measured is lost), or deleted when asked.
 * ``shaper`` / ``ifb`` / ``record``: in the network namespace the module runs in, root qdiscs with the collection's
   mark (htb ``1:`` with r2q 44971) or a record (``shapers/<netns>/<device>.json``), ifb devices named ``ifb-*`` or
-  with the alias ``aifabric.lab: ...``; a record whose shaper (or namespace) is gone is a stale ``record``.
+  with the alias ``aifabric.lab: ...``; a record whose shaper (or namespace) is gone is a stale ``record``. Given
+  ``namespaces`` (the netns lab: several hosts that are namespaces of this machine, one task for them all), each of
+  those namespaces instead, looked at (and cleaned) by a forked child inside it, side by side (``in_each_namespace``).
 * ``lab``: the netns labs netns_topology recorded (``labs/<switch>.json``), with their namespaces. In a namespace of
   a lab up on purpose (recorded without an owner), the shapers tc_shape made without an owner and the ifb devices
   are the lab's (its switch ports): kept. A throttle is an experiment's, never the lab's.
@@ -43,7 +45,7 @@ from . import _host_state, _proc
 from ._owner import describe, liveness
 from ._owner import validate as validate_owner
 
-__all__ = ["Scanner", "Leftover", "daemon_status", "table", "START_TOLERANCE"]
+__all__ = ["Scanner", "Leftover", "daemon_status", "in_each_namespace", "table", "START_TOLERANCE"]
 
 # a PID file's started_at (time.time() in the daemon right after its fork) against the process's start time (boot
 # time + start ticks, whole seconds): the same process within this many seconds
@@ -111,6 +113,29 @@ class Leftover:
         out.update(self.extra)
         return out
 
+    @classmethod
+    def from_dict(cls, data):
+        """An item as ``to_dict`` gave it (a namespace's, judged and acted on by the child inside it)."""
+        data = dict(data)
+        item = cls(data.pop("kind"), data.pop("name"), data.pop("owner_record", None), data.pop("live", None),
+                   data.pop("reason", ""), data.pop("scope", "machine"))
+        item.action = data.pop("action", "kept")
+        data.pop("owner", None)
+        item.extra = data
+        return item
+
+
+def in_each_namespace(names, work):
+    """``work(name)`` in a forked child inside each network namespace of ``names``, side by side; what each returned
+    (JSON), or ``{"status": "failed", "error": ...}`` when it could not enter or raised, in the order of ``names``."""
+    from . import _netns_enter
+
+    children = []
+    for name in names:
+        children.append(_netns_enter.fork_in_namespace(name, lambda _write_fd, name=name: work(name),
+                                                       close=[fd for _pid, fd in children]))
+    return [_netns_enter.gather(pid, fd) for pid, fd in children]
+
 
 def _read_json(path):
     try:
@@ -131,11 +156,14 @@ def _owner_of(data):
 class Scanner:
     """Finds and (on ``run(remove=True)``) removes leftovers on one host. The system is injected: ``ipr`` (an
     IPRoute of the namespace the module runs in, or None to skip qdiscs and ifbs), ``netns``/``iproute`` (pyroute2's
-    netns and IPRoute, to take down a lab), ``kill``, ``sleep``, ``now``, ``root`` (for /proc)."""
+    netns and IPRoute, to take down a lab; ``iproute`` also opens each of ``namespaces``' from inside it), ``kill``,
+    ``sleep``, ``now``, ``root`` (for /proc). ``namespaces``: network namespaces of this machine whose qdiscs and ifb
+    devices are looked at instead of ``ipr``'s, each through ``in_namespaces(names, work)`` (default
+    ``in_each_namespace``: a forked child inside each), for several hosts of the netns lab at once."""
 
     def __init__(self, state_dir, owner=None, unowned="keep", results="move", min_age=900.0, grace=10.0,
                  ipr=None, netns=None, iproute=None, netns_key=None, netns_run_dir="/run/netns", root="/",
-                 now=None, kill=os.kill, sleep=time.sleep, machine=None):
+                 now=None, kill=os.kill, sleep=time.sleep, machine=None, namespaces=None, in_namespaces=None):
         self.state_dir = state_dir
         self.owner = owner
         self.unowned = unowned
@@ -152,6 +180,8 @@ class Scanner:
         self.kill = kill
         self.sleep = sleep
         self.machine = machine
+        self.namespaces = list(namespaces or [])
+        self.in_namespaces = in_namespaces or in_each_namespace
 
     # ------------------------------------------------------------------ owners
     def _judge(self, owner):
@@ -336,7 +366,9 @@ class Scanner:
         return act
 
     # ------------------------------------------------------------------ shapers, ifbs, records
-    def shapers(self):
+    def shapers(self, elsewhere=True):
+        """This namespace's shapers, ifb devices and records (``ipr``'s), and (``elsewhere``) the records of
+        namespaces that are gone."""
         from ._tc import IFB_PREFIX, ShapeError, Shaper
 
         out = []
@@ -345,7 +377,8 @@ class Scanner:
             netns = os.path.basename(os.path.dirname(path))
             if netns == self.netns_key:
                 records[rec.get("shaped_device") or rec.get("device")] = (path, rec)
-            elif netns.startswith("netns-") and not os.path.exists(os.path.join(self.netns_run_dir, netns[6:])):
+            elif elsewhere and netns.startswith("netns-") and not os.path.exists(
+                    os.path.join(self.netns_run_dir, netns[6:])):
                 out.append(Leftover("record", "%s %s" % (netns[6:], rec.get("device")), _owner_of(rec), False,
                                     "stale: the namespace %s is gone" % netns[6:], verb="remove",
                                     act=self._unlink(path), path=path))
@@ -392,6 +425,45 @@ class Scanner:
             if marked:
                 out.append(self._shaper_item(shaper, name, name, None, None, None, None, shaper.read()))
         return out
+
+    def namespace_part(self, name, ipr, remove=False, check_mode=False):
+        """Network namespace ``name``'s shapers, ifb devices and records (``ipr`` its IPRoute: run inside it), judged
+        and, with ``remove``, removed there: ``{"items": [dict], "changed": bool, "errors": [str]}``, each item's name
+        prefixed with the namespace's."""
+        part = Scanner(self.state_dir, owner=self.owner, unowned=self.unowned, results=self.results_policy,
+                       min_age=self.min_age, grace=self.grace, ipr=ipr, netns_key="netns-" + name,
+                       netns_run_dir=self.netns_run_dir, root=self.root, now=self.now, kill=self.kill,
+                       sleep=self.sleep, machine=self.machine)
+        found = part.shapers(elsewhere=False)
+        errors = []
+        changed = part._apply(found, remove, check_mode, errors)
+        items = []
+        for item in found:
+            item.name = "%s: %s" % (name, item.name)
+            item.extra["netns"] = name
+            items.append(item.to_dict())
+        return {"items": items, "changed": changed, "errors": ["%s: %s" % (name, e) for e in errors]}
+
+    def _namespaces(self, remove, check_mode, errors):
+        """``namespaces``' parts, each from inside its namespace: ``(items, changed)``."""
+        if not self.namespaces:
+            return [], False
+        from . import _tc  # noqa: F401  (imported once here, not in each child)
+
+        def work(name):
+            with self.iproute() as ipr:
+                return self.namespace_part(name, ipr, remove, check_mode)
+
+        items, changed = [], False
+        for name, out in zip(self.namespaces, self.in_namespaces(self.namespaces, work)):
+            if not isinstance(out, dict) or "items" not in out:
+                why = (out or {}).get("error") if isinstance(out, dict) else None
+                errors.append("netns %s: not looked at: %s" % (name, why or "no answer"))
+                continue
+            items.extend(Leftover.from_dict(d) for d in out["items"])
+            changed = changed or bool(out.get("changed"))
+            errors.extend(out.get("errors") or [])
+        return items, changed
 
     def _shaper_item(self, shaper, device, shaped, ifb, maker, owner, record_path, current):
         from ._units import format_rate
@@ -461,7 +533,8 @@ class Scanner:
                 item.live, item.reason = True, "up on purpose (built without an owner): netns_lab state=down takes it"
             else:
                 item.live, item.reason, _mine = self._judge(owner)
-                inside = self.netns_key.startswith("netns-") and self.netns_key[6:] in names
+                inside = (self.netns_key.startswith("netns-") and self.netns_key[6:] in names) or bool(
+                    set(self.namespaces) & set(names))
                 if item.live is False and inside:
                     item.reason += "; kept: this task runs inside it (take it down from outside the lab)"
                 elif item.live is False and self.netns is not None and self.iproute is not None:
@@ -511,13 +584,16 @@ class Scanner:
                 if item.extra.get("run") and item.owner:
                     run_owners[str(item.extra["run"])[:16]] = item.owner
             changed = self._apply(daemons, remove, check_mode, errors) or changed
-            groups = [daemons]
-            for scan in (lambda: self.results(run_owners), self.shapers, self.labs, self.tempfiles):
-                found = scan()
-                changed = self._apply(found, remove, check_mode, errors) or changed
-                groups.append(found)
-            for group in groups:
-                items.extend(group)
+            items.extend(daemons)
+            for scan in (lambda: self.results(run_owners), self.shapers, self._namespaces, self.labs,
+                         self.tempfiles):
+                if scan == self._namespaces:  # (judged, and acted on, inside each namespace, before a lab may go)
+                    found, ns_changed = self._namespaces(remove, check_mode, errors)
+                    changed = ns_changed or changed
+                else:
+                    found = scan()
+                    changed = self._apply(found, remove, check_mode, errors) or changed
+                items.extend(found)
         finally:
             if lock is not None:
                 os.close(lock)

@@ -36,7 +36,9 @@ description:
     (the caller's own experiment) holds, is always kept. What records no owner is kept unless O(unowned=remove): it
     may be another experiment's, made before owners were recorded."
   - Several hosts of one machine (the netns lab's namespaces) share one O(state_dir); their tasks take turns on it,
-    so each leftover is removed once (another host's task reports it C(gone)).
+    so each leftover is removed once (another host's task reports it C(gone)). With O(namespaces), one task does it
+    for them all - the state directory and the labs looked at once, each namespace's qdiscs and ifb devices from a
+    process inside it.
 author:
   - aifabric.lab contributors (@aifabric)
 requirements:
@@ -86,6 +88,15 @@ options:
     description: Seconds a daemon gets to end after SIGTERM before SIGKILL; also the grace of a lab's processes.
     type: float
     default: 10.0
+  namespaces:
+    description:
+      - Network namespaces of this machine (names under C(/run/netns)) whose shapers, ifb devices and shaper records
+        are looked at - each by a forked process inside it, side by side - instead of those of the namespace the task
+        runs in. One task for every host of the netns lab (the C(aifabric.lab.experiment) role gives its hosts'), which
+        share this machine's O(state_dir). A lab of any of them is never taken down (as from inside it).
+      - "Their items' names start with the namespace's (C(afl-worker3: eth0 htb 2gbit)), and carry it as C(netns)."
+    type: list
+    elements: str
 notes:
   - "The C(playbooks/lab_check.yml) playbook runs this module on every lab host and prints one table per host
     (C(-e remove=true) to remove); the C(aifabric.lab.experiment) role runs it on the experiment's hosts before the
@@ -151,8 +162,12 @@ leftovers:
       type: str
     scope:
       description: V(machine) (the state directory, shared by every namespace of the machine) or V(netns) (this
-        namespace's qdiscs and devices).
+        namespace's qdiscs and devices, or with O(namespaces) the one named in RV(leftovers[].netns)).
       type: str
+    netns:
+      description: With O(namespaces), the namespace a V(netns) item is in.
+      type: str
+      returned: with O(namespaces), for the items of a namespace
   sample:
     - {kind: daemon, name: step-3f2a9c0d11e4b7a2-worker1, owner: barrier-7f3a, live: false, action: ended,
        reason: "pid 4242 (start time matches); experiment barrier-7f3a (controller lab1 pid 917): its controller

@@ -18,7 +18,8 @@ RUN = "3f2a9c0d11e4b7a2"
 
 def module(params, check_mode=False, diff=True):
     return ModuleLike(dict({"remove": False, "state_dir": None, "owner": None, "unowned": "keep", "results": "move",
-                            "min_age": 900.0, "grace": 5.0}, **params), check_mode=check_mode, diff=diff)
+                            "min_age": 900.0, "grace": 5.0, "namespaces": None}, **params), check_mode=check_mode,
+                       diff=diff)
 
 
 @pytest.fixture
@@ -81,6 +82,7 @@ def test_the_module_lists_then_removes_and_says_what_with_a_diff(tmp_path, monke
 
 @pytest.mark.parametrize("params,message", [
     ({"min_age": -1.0}, "min_age: -1.0 is negative"),
+    ({"namespaces": ["afl-worker1", "../etc"]}, "namespaces[1]: '../etc' is not a network namespace name"),
     ({"owner": {"id": "x", "controller": {"host": "c", "pid": 1}, "lease_until": float("inf")}},
      "owner.lease_until: inf"),
 ])

@@ -4,6 +4,7 @@ on a namespace's traffic control as the kernel answers it (tc_kernel), and on la
 never touched."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -342,6 +343,85 @@ def test_a_lab_is_not_taken_down_from_inside(tmp_path, children):
     assert netns.removed == []
 
 
+# ------------------------------------------------------------------ several namespaces from one task (the netns lab)
+class Inside:
+    """``in_namespaces`` and ``iproute`` over a TcKernel per namespace: each namespace's work runs with its kernel, its
+    answer goes through JSON as a forked child's would; a namespace without a kernel cannot be entered."""
+
+    def __init__(self, kernels):
+        self.kernels, self.current, self.entered = kernels, None, []
+
+    def __call__(self, names, work):
+        out = []
+        for name in names:
+            if name not in self.kernels:
+                out.append({"status": "failed", "error": "network namespace %s does not exist" % name})
+                continue
+            self.current = self.kernels[name]
+            self.entered.append(name)
+            out.append(json.loads(json.dumps(work(name))))
+        return out
+
+    def iproute(self):
+        return contextlib.nullcontext(self.current)
+
+
+def test_several_namespaces_from_one_task_each_judged_inside_it(tmp_path, monkeypatch, children):
+    """namespaces: each namespace's shapers judged and removed from inside it, named after it; the machine's files
+    and the records of gone namespaces once; a namespace that cannot be entered is an error, the others still go."""
+    kernels = {"aflt-a": TcKernel(), "aflt-b": TcKernel()}
+    run_dir = tmp_path / "run-netns"
+    run_dir.mkdir()
+    for name, kernel in kernels.items():
+        kernel.add_link("eth0")
+        (run_dir / name).touch()
+        monkeypatch.setattr(_host_state, "netns_key", lambda name=name: "netns-" + name)
+        owner = owner_record("exp-killed", 600, pid=dead_pid(children)) if name == "aflt-a" else owner_record(
+            "exp-live", 600)
+        tc(kernel, tmp_path / "state", owner=owner)
+    write(tmp_path / "state" / "shapers" / "netns-aflt-gone" / "eth0.json",
+          {"marker": "aifabric.lab", "kind": "shaper", "device": "eth0", "owner": None})
+    write(tmp_path / "state" / ("step-%s-worker1.pid" % RUN), {"pid": dead_pid(children), "run": RUN,
+                                                               "started_at": 1.0})
+    inside = Inside(kernels)
+    items, changed, errors = scanner(tmp_path / "state", netns_key="netns-aflt-a", netns_run_dir=str(run_dir),
+                                     iproute=inside.iproute, in_namespaces=inside,
+                                     namespaces=["aflt-a", "aflt-b", "aflt-c"]).run(remove=True)
+    found = {i.name: i for i in items}
+    assert inside.entered == ["aflt-a", "aflt-b"]
+    assert sorted(found) == ["aflt-a: eth0 htb 2gbit", "aflt-b: eth0 htb 2gbit", "aflt-gone eth0",
+                             "step-%s-worker1" % RUN]
+    gone, live = found["aflt-a: eth0 htb 2gbit"], found["aflt-b: eth0 htb 2gbit"]
+    assert (gone.action, gone.live, gone.scope, gone.extra["netns"]) == ("removed", False, "netns", "aflt-a")
+    assert gone.owner["id"] == "exp-killed" and gone.to_dict()["owner"] == "exp-killed"
+    assert (live.action, live.live, live.extra["netns"]) == ("kept", True, "aflt-b")
+    assert Shaper(kernels["aflt-a"], "eth0").read()["qdisc"] == "noqueue"
+    assert Shaper(kernels["aflt-b"], "eth0").read()["rate"] == 2 * 10**9
+    assert found["aflt-gone eth0"].action == "removed" and found["step-%s-worker1" % RUN].action == "removed"
+    assert [os.path.basename(os.path.dirname(p)) for p, _r in _host_state.records(str(tmp_path / "state"),
+                                                                                   "shapers")] == ["netns-aflt-b"]
+    assert changed and errors == ["netns aflt-c: not looked at: network namespace aflt-c does not exist"]
+    # in check mode, inside each namespace too: what would go stays
+    kernels["aflt-b"].add_link("eth1")
+    tc(kernels["aflt-b"], None, device="eth1")  # marked, no record, no owner
+    items, changed, errors = scanner(tmp_path / "state", netns_run_dir=str(run_dir), iproute=inside.iproute,
+                                     in_namespaces=inside, namespaces=["aflt-b"], unowned="remove").run(
+        remove=True, check_mode=True)
+    assert sorted((i.name, i.action) for i in items) == [("aflt-b: eth0 htb 2gbit", "kept"),
+                                                         ("aflt-b: eth1 htb 2gbit", "would remove")]
+    assert changed and errors == [] and Shaper(kernels["aflt-b"], "eth1").marked()
+
+
+def test_a_lab_of_one_of_the_namespaces_is_not_taken_down(tmp_path, children):
+    run_dir = str(tmp_path / "run-netns")
+    netns = Netns(run_dir, ["aflt-sw", "aflt-a"])
+    lab(tmp_path, "aflt-sw", ["aflt-a"], owner_record("test-killed", 600, pid=dead_pid(children)))
+    inside = Inside({"aflt-a": TcKernel()})
+    items, changed, _errors = scanner(tmp_path, netns=netns, iproute=inside.iproute, netns_run_dir=run_dir,
+                                      netns_key="host", namespaces=["aflt-a"], in_namespaces=inside).run(remove=True)
+    assert not changed and items[0].kind == "lab" and items[0].action == "kept" and netns.removed == []
+
+
 # ------------------------------------------------------------------ half-written files, the whole of it, the table
 def test_half_written_files_of_ended_writers_go(tmp_path):
     write(tmp_path / (".step-%s-worker1.json.k2j4x9" % RUN), {}, age=3600)
@@ -407,6 +487,38 @@ def test_in_a_real_namespace_a_gone_owners_throttle_goes_and_a_fifo_root_stays(t
             assert Shaper(ipr, "lfa1").read()["handle"] == "8001:"
     finally:
         netns.remove(name)
+
+
+@pytest.mark.needs_root
+def test_in_real_namespaces_from_one_task_each_is_looked_at_from_inside_it(tmp_path, monkeypatch, children):
+    """namespaces with the default in_each_namespace: a forked child inside each real namespace finds its throttle (a
+    gone owner's goes, a live owner's stays); the namespaces' names lead their items'."""
+    from pyroute2 import IPRoute, netns
+
+    names = ["aflt-leftovers-%d-%s" % (os.getpid(), x) for x in "ab"]
+    for name in names:
+        netns.create(name)
+    try:
+        for name, owner in zip(names, (owner_record("exp-killed", 600, pid=dead_pid(children)),
+                                       owner_record("exp-live", 600))):
+            with IPRoute(netns=name) as ipr:
+                ipr.link("add", ifname="lfa0", kind="veth", peer={"ifname": "lfa1"})
+                for dev in ("lfa0", "lfa1"):
+                    ipr.link("set", index=ipr.link_lookup(ifname=dev)[0], state="up")
+                monkeypatch.setattr(_host_state, "netns_key", lambda name=name: "netns-" + name)
+                tc(ipr, tmp_path, device="lfa0", owner=owner)
+        monkeypatch.undo()
+        items, changed, errors = scanner(tmp_path, iproute=IPRoute, namespaces=names).run(remove=True)
+        assert changed and errors == []
+        assert sorted((i.name, i.action) for i in items) == [("%s: lfa0 htb 2gbit" % names[0], "removed"),
+                                                             ("%s: lfa0 htb 2gbit" % names[1], "kept")]
+        with IPRoute(netns=names[0]) as ipr:
+            assert Shaper(ipr, "lfa0").read()["default"] is True
+        with IPRoute(netns=names[1]) as ipr:
+            assert Shaper(ipr, "lfa0").read()["rate"] == 2 * 10**9
+    finally:
+        for name in names:
+            netns.remove(name)
 
 
 def test_in_a_lab_up_on_purpose_its_shapers_stay_and_an_ownerless_throttle_is_an_experiments(tmp_path, monkeypatch):
