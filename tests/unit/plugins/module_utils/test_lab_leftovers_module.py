@@ -17,9 +17,9 @@ RUN = "3f2a9c0d11e4b7a2"
 
 
 def module(params, check_mode=False, diff=True):
-    return ModuleLike(dict({"remove": False, "state_dir": None, "owner": None, "unowned": "keep", "results": "move",
-                            "min_age": 900.0, "grace": 5.0, "namespaces": None}, **params), check_mode=check_mode,
-                       diff=diff)
+    defaults = {"remove": False, "state_dir": None, "owner": None, "unowned": "keep", "results": "move",
+                "min_age": 900.0, "grace": 5.0, "namespaces": None}
+    return ModuleLike(dict(defaults, **params), check_mode=check_mode, diff=diff)
 
 
 @pytest.fixture

@@ -398,8 +398,8 @@ def test_several_namespaces_from_one_task_each_judged_inside_it(tmp_path, monkey
     assert Shaper(kernels["aflt-a"], "eth0").read()["qdisc"] == "noqueue"
     assert Shaper(kernels["aflt-b"], "eth0").read()["rate"] == 2 * 10**9
     assert found["aflt-gone eth0"].action == "removed" and found["step-%s-worker1" % RUN].action == "removed"
-    assert [os.path.basename(os.path.dirname(p)) for p, _r in _host_state.records(str(tmp_path / "state"),
-                                                                                   "shapers")] == ["netns-aflt-b"]
+    shapers = _host_state.records(str(tmp_path / "state"), "shapers")
+    assert [os.path.basename(os.path.dirname(p)) for p, _r in shapers] == ["netns-aflt-b"]
     assert changed and errors == ["netns aflt-c: not looked at: network namespace aflt-c does not exist"]
     # in check mode, inside each namespace too: what would go stays
     kernels["aflt-b"].add_link("eth1")
