@@ -45,7 +45,9 @@ def test_the_marker_marks_above_k_drops_above_the_buffer_and_counts_what_the_rec
         # the ECT burst: 400 x 1442 B = 577 KB at once into a 100 KB buffer that drains 12.5 KB/ms
         assert after_ect["packets"] >= 400 and after_ect["ect"] >= 400
         assert after_ect["marked"] > 0 and after_ect["dropped"] > 0, after_ect
-        assert after_ect["early_dropped"] == 0
+        # only a not-ECT packet is dropped early: none of the burst's; a stray one of the namespace's own (a neighbour
+        # probe) that meets the queue above K may be
+        assert after_ect["early_dropped"] <= after_ect["not_ect"]
         # what reached the receiver: every packet not dropped; CE exactly on those the marker marked
         assert len(ect) == after_ect["ect"] - after_ect["dropped"]
         assert sum(1 for tos in ect if tos & 3 == 3) == after_ect["marked"]
