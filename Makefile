@@ -45,7 +45,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 LAB_VARS    ?=
 LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
-.PHONY: help setup setup-test bpf congestion-demo demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
+.PHONY: help setup setup-test bpf congestion-demo convergence demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
         history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-matrix clean-runs \
         clean-vmlab
@@ -141,6 +141,11 @@ congestion-demo: setup ## the incast grid (N 2,4,8 at 200KB; tail drop and ECN) 
 	    -e '$(CONGESTION_GRID)' $(LAB_EXTRA) && \
 	  ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null && \
 	  ansible-playbook -i inventories/netns playbooks/marked_barrier.yml -e experiment_progress=false $(LAB_EXTRA)
+
+convergence: setup ## convergence (draft section 7.3): M flows to one sink, M more at T0, on 8 netns workers (CONVERGENCE_VARS)
+	@trap 'ansible-playbook -i inventories/netns8 playbooks/lab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/netns8 playbooks/convergence.yml -e experiment_progress=false \
+	    $(if $(CONVERGENCE_VARS),-e '$(CONVERGENCE_VARS)')
 
 fabric-demo: setup ## elephants on a 2-leaf, 4-spine fabric: collisions, and what spreads them, side by side
 	@trap 'ansible-playbook -i inventories/fabric playbooks/fabric_down.yml >/dev/null' EXIT INT TERM; \

@@ -5,6 +5,8 @@
 teardown itself ignores a second Ctrl-C). ``inventory_facts`` reads the line rate, the MTU and the hosts' addresses
 from the inventory. ``fifo`` turns a switch port into one tail-drop FIFO at the line rate; ``qdisc_drops`` and
 ``port_drops`` read the qdiscs' drop counters. Netlink goes through pyroute2 only: no ``ip``/``tc`` output is parsed.
+``playbook`` runs ``ansible-playbook`` for these and the other benchmarks that drive a lab (incast_sweep.py,
+job_overhead.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BIN = os.path.dirname(sys.executable)
@@ -29,9 +32,17 @@ from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_r
 from pyroute2 import IPRoute  # noqa: E402
 
 
-def playbook(env, inv, book, prefix):
-    cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inv, book, "-e", "lab_namespace_prefix=%s" % prefix]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+def playbook(env, inventory, *args, prefix=None, timed=False, check=False):
+    """``ansible-playbook -i inventory *args`` (this venv's) from the checkout's root with ``env``, its output captured
+    as text. With ``prefix``, ``-e lab_namespace_prefix=PREFIX`` comes last: the lab under a namespace prefix of its
+    own. Returns the CompletedProcess (a failed play is its returncode unless ``check``, subprocess.run's), with
+    ``timed`` a pair (CompletedProcess, the play's wall time in seconds)."""
+    cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, *args]
+    if prefix is not None:
+        cmd += ["-e", "lab_namespace_prefix=%s" % prefix]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=check)
+    return (proc, time.monotonic() - start) if timed else proc
 
 
 def inventory_facts(inv):
@@ -69,13 +80,13 @@ def netns_lab(inv, prefix, label="aflb-lab-"):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), AIFABRIC_RUNS_DIR=work,
                ANSIBLE_FORKS="40")
     try:
-        proc = playbook(env, inv, "playbooks/lab_up.yml", prefix)
+        proc = playbook(env, inv, "playbooks/lab_up.yml", prefix=prefix)
         if proc.returncode:
             raise RuntimeError("lab_up on %s failed:\n%s" % (inv, proc.stdout[-3000:]))
         yield
     finally:
         with _sigint_ignored():
-            proc = playbook(env, inv, "playbooks/lab_down.yml", prefix)
+            proc = playbook(env, inv, "playbooks/lab_down.yml", prefix=prefix)
             if proc.returncode:
                 print("lab_down failed; remove the %s namespaces by hand:\n%s" % (prefix, proc.stdout[-2000:]))
             shutil.rmtree(work, ignore_errors=True)

@@ -19,13 +19,11 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BIN = os.path.dirname(sys.executable)
+from _lab import ROOT, playbook
 
 
 def fmt(value, spec, unit=""):
@@ -61,11 +59,6 @@ def print_grid(grid, out=sys.stdout):
                 r["n"], fmt(r["step_s"], "%.3f", " s"), fmt(r["efficiency"], "%.3f"), fmt(r["goodput_gbps"], "%.3f"),
                 fmt(r["fct_p99_s"], "%.3f", " s"), fmt(r["dropped_segs"], "%d"), fmt(r["marked_segs"], "%d"),
                 fmt(r["retransmits"], "%d"), fmt(r["rto_timeouts"], "%d"), verdict), file=out)
-
-
-def playbook(env, inv, *args):
-    cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inv] + list(args)
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
 def main():

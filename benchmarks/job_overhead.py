@@ -25,13 +25,10 @@ import glob
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BIN = os.path.dirname(sys.executable)
+from _lab import ROOT, playbook
+
 TRIVIAL = """
 - name: Trivial
   hosts: workers
@@ -40,13 +37,6 @@ TRIVIAL = """
     - name: Ping
       ansible.builtin.ping:
 """
-
-
-def playbook(env, inv, *args):
-    cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inv] + list(args)
-    start = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
-    return proc, time.monotonic() - start
 
 
 def new_report(runs, before):
@@ -61,7 +51,8 @@ def new_report(runs, before):
 def job_mode(env, inv, runs, size):
     before = set(glob.glob(os.path.join(runs, "*")))
     proc, wall = playbook(env, inv, "playbooks/job.yml", "-e", "job_iterations=1", "-e", "job_compute_ms=0",
-                          "-e", "job_size=%s" % size, "-e", '{"job_throttles": {}}', "-e", "experiment_progress=false")
+                          "-e", "job_size=%s" % size, "-e", '{"job_throttles": {}}', "-e", "experiment_progress=false",
+                          timed=True)
     report = new_report(runs, before)
     step = ((report or {}).get("steps") or [{}])[0]
     if proc.returncode or step.get("status") != "ok":
@@ -76,7 +67,7 @@ def rounds_mode(env, inv, runs, size):
                           "-e", "experiment_progress=false",
                           # a round of a few ms starts its hosts more than 1% of it apart on a busy machine: this
                           # measures Ansible's time between rounds, not the start skew
-                          "-e", "collective_late_bound=0.5")
+                          "-e", "collective_late_bound=0.5", timed=True)
     report = new_report(runs, before) or {}
     collective = next((e.get("collective") for e in report.get("experiments") or [] if e.get("collective")), None)
     rep = (collective or {}).get("repetitions", [{}])[0]
@@ -108,11 +99,11 @@ def main():
         for n in [int(x) for x in args.sizes.split(",")]:
             inv = os.path.join(ROOT, "inventories", "netns%d" % n, "hosts.yml")
             size = args.size8 if n == 8 else args.size32
-            proc, _wall = playbook(env, inv, "playbooks/lab_up.yml")
+            proc = playbook(env, inv, "playbooks/lab_up.yml")
             if proc.returncode:
                 raise RuntimeError("lab_up on %s failed:\n%s" % (inv, proc.stdout[-3000:]))
             try:
-                _proc, trivial_s = playbook(env, inv, trivial)
+                _proc, trivial_s = playbook(env, inv, trivial, timed=True)
                 job = job_mode(env, inv, runs, size) if "job" in modes else None
                 rounds = rounds_mode(env, inv, runs, size) if "rounds" in modes else None
             finally:

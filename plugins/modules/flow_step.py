@@ -213,6 +213,16 @@ options:
         type: list
         elements: int
         version_added: 0.4.0
+      start_offset:
+        description:
+          - Seconds after the step's common instant that this flow starts (armed with the others, fired at the
+            instant plus this offset), as the M flows that join M running ones in a convergence test. Less than
+            O(timeout), which still counts from the common instant.
+          - The flow's result says C(start_offset_s); its C(completion_s) counts from the common instant, its
+            C(late_s) against its own.
+        type: float
+        default: 0.0
+        version_added: 0.5.0
       rate_limit:
         description: With perftest, its software rate limiter (the M(aifabric.lab.throttle) module says when).
         type: str

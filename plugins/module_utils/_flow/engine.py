@@ -117,6 +117,7 @@ class FlowSpec:
     perftest: object = None  # a PerftestOptions, with the perftest engine
     ecn: str | None = None  # tcp: net.ipv4.tcp_ecn of the host's namespace (tcp_info.ECN_SYSCTL's names); None: as is
     congestion: str | None = None  # tcp: the congestion control of the flow's sockets (TCP_CONGESTION); None: default
+    start_offset: float = 0.0  # client in a step: seconds after the step's common instant that this flow starts
 
 
 class ClientFlow(abc.ABC):

@@ -43,6 +43,7 @@ def _client_options():
         streams=dict(type="int", default=1),
         source=dict(type="str"),
         source_ports=dict(type="list", elements="int"),
+        start_offset=dict(type="float", default=0.0),
         rate_limit=dict(type="str"),
         annotations=dict(type="dict", default={}),
     )
@@ -222,6 +223,11 @@ def build_part(params):
             raise FlowError("%s.duration: %s must be more than 0 seconds" % (where, cli["duration"]))
         if cli["streams"] < 1:
             raise FlowError("%s.streams: %s must be 1 or more" % (where, cli["streams"]))
+        offset = cli.get("start_offset") or 0.0
+        if not (math.isfinite(offset) and 0 <= offset < params["timeout"]):
+            raise FlowError("%s.start_offset: %r; give seconds from 0 to less than timeout (%s): the flow starts that "
+                            "long after the step's common instant, and its timeout counts from the common instant"
+                            % (where, offset, params["timeout"]))
         flow_perftest = perftest
         if params["engine"] == "perftest":
             if cli["streams"] != 1:
@@ -239,7 +245,8 @@ def build_part(params):
         spec = FlowSpec(role="client", address=_check_address(cli["address"], where + ".address"),
                         port=_port(cli["port"], where + ".port"), token=params["token"], flow_id=cli["flow_id"],
                         volume=_size(cli.get("volume"), where + ".volume"), duration=cli.get("duration"),
-                        streams=cli["streams"], timeout=params["timeout"], interval=params["interval"],
+                        streams=cli["streams"], timeout=params["timeout"] - offset, interval=params["interval"],
+                        start_offset=offset,
                         strict_start=params["strict_start"], start_tolerance=params["start_tolerance"],
                         source=_check_address(cli["source"], where + ".source") if cli.get("source") else None,
                         source_ports=_source_ports(cli.get("source_ports"), cli["streams"], params["engine"], where),

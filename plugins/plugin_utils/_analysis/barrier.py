@@ -15,6 +15,7 @@ fast step that never happened. The failed hosts and causes are listed and the co
 from __future__ import annotations
 
 from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitError, format_rate, format_size, parse_rate
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.convergence import step_convergence
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.ecn import step_ecn
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.events import report_events
@@ -50,7 +51,7 @@ def _predict(step, without_throttles=False, model=False):
     """Max-min prediction per flow (keyed by host and flow id) from the plan's path of every flow (links with rates)
     and its MTU; ``without_throttles``: the same step with every throttle lifted. ``model``: also the model itself,
     ``(predicted, {flows, links, volumes, factors, completions})``, keyed by flow or (host, flow_id, stream)."""
-    flows, links, volumes, factors = {}, {}, {}, {}
+    flows, links, volumes, factors, starts = {}, {}, {}, {}, {}
     parts = {}  # a flow's keys in the model: itself, or one per subflow (a stream on the fabric lab)
     for flow in step.flows:
         planned = step.planned(flow)
@@ -76,15 +77,17 @@ def _predict(step, without_throttles=False, model=False):
             flows[key] = ids
             volumes[key] = flow.volume_bytes * share
             factors[key] = _factor(planned)
+            if planned.start_offset:
+                starts[key] = planned.start_offset
     if step.plan.fabric:
         # the fabric lab's prediction is the flow-level simulator's (the same model, vectorised: _model.simulate)
-        completions = simulate(links, flows, volumes, factors=factors).completions()
+        completions = simulate(links, flows, volumes, starts=starts or None, factors=factors).completions()
     else:
-        completions = predict_completions(flows, links, volumes, factors)
+        completions = predict_completions(flows, links, volumes, factors, starts=starts or None)
     predicted = {key: max(completions[k] for k in keys) for key, keys in parts.items()}
     if model:
         return predicted, {"flows": flows, "links": links, "volumes": volumes, "factors": factors,
-                           "completions": completions}
+                           "completions": completions, "starts": starts}
     # perftest's measured set-up (before its first packet on the wire) and tear-down (after its last) are added:
     # fair share predicts the transfer, the part the fabric decides
     for flow in step.flows:
@@ -270,7 +273,7 @@ def analyze_step(step, baseline_gbps=None):
                       throttled_idle_share=None,
                       verdict="step failed: %s" % "; ".join(
                           "%s %s" % (f["host"], f["cause"]) for f in report["failed"]))
-        return _with_fabric(_with_counters(report, step), step)
+        return _with_convergence(_with_fabric(_with_counters(report, step), step), step)
 
     times = [w["completion_s"] for w in ok_workers]
     step_s = max(times)
@@ -335,7 +338,19 @@ def analyze_step(step, baseline_gbps=None):
         step_s, slowest["host"], report["straggler"]["cause"], mean, report["mean_understates_share"] * 100, idle)
     if report["kind"] == "baseline" and len(workers) == 1:
         report["samples"] = next((f.samples for f in step.flows), None)
-    return _with_fabric(_with_counters(report, step), step)
+    return _with_convergence(_with_fabric(_with_counters(report, step), step), step)
+
+
+def _with_convergence(report, step):
+    """A step whose flows start at different instants (experiment ``start_offsets``): the convergence test of
+    draft-calabria section 7.3 from the flows' own samples (``_analysis.convergence.step_convergence``)."""
+    if any(step.planned(flow).start_offset for flow in step.flows):
+        try:
+            model = _predict(step, model=True)
+        except BarrierInputError:
+            model = None
+        report["convergence"] = step_convergence(step, model[1] if model else None)
+    return report
 
 
 def _with_fabric(report, step):

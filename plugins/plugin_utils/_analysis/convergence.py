@@ -31,7 +31,10 @@ from __future__ import annotations
 
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.balance import jfi
 
-__all__ = ["ConvergenceError", "convergence", "intervals"]
+__all__ = ["ConvergenceError", "convergence", "intervals", "step_convergence", "HOLD_S", "TOLERANCE"]
+
+TOLERANCE = 0.1  # the draft's 10%
+HOLD_S = 1.0  # a step's flows must hold their shares this long before the window ends to have converged
 
 _EPS = 1e-9
 
@@ -84,6 +87,7 @@ def intervals(flow_id, flow):
 
 def convergence(flows, t0, fair_share, tolerance=0.1, end=None, hold=0.0, step=None):
     """The convergence test of ``flows`` (``{flow_id: {"start", "samples"}}``, see ``intervals``) after T0.
+    ``fair_share``: the flows' common share, or ``{flow_id: share}`` (each flow its own: a throttled one's).
 
     Returns ``{"converged", "convergence_s", "per_flow_s", "never", "window_s", "jfi", "jfi_end", "fair_share",
     "tolerance"}``: ``convergence_s`` seconds after T0 (``None`` when it never converged, and ``never`` lists the
@@ -94,8 +98,14 @@ def convergence(flows, t0, fair_share, tolerance=0.1, end=None, hold=0.0, step=N
         raise ConvergenceError("flows: give at least two flows by id (the M running and the M started at T0), "
                                "not %r" % (flows,))
     t0 = _number(t0, "t0")
-    fair = _number(fair_share, "fair_share")
-    if fair <= 0:
+    if isinstance(fair_share, dict):  # each flow its own share (a throttled flow's is its throttle's)
+        missing = sorted(set(flows) - set(fair_share))
+        if missing:
+            raise ConvergenceError("fair_share: no share for flow(s) %s; give every flow's" % ", ".join(missing))
+        shares = {fid: _number(fair_share[fid], "fair_share of %s" % fid) for fid in flows}
+    else:
+        shares = dict.fromkeys(flows, _number(fair_share, "fair_share"))
+    if min(shares.values()) <= 0:
         raise ConvergenceError("fair_share: %r; give the link rate / 2M, above 0" % (fair_share,))
     tol = _number(tolerance, "tolerance")
     if not 0 < tol < 1:
@@ -114,6 +124,7 @@ def convergence(flows, t0, fair_share, tolerance=0.1, end=None, hold=0.0, step=N
         if not inside:
             raise ConvergenceError("flow %s: no sample ends between T0 %s and the window's end %s; give a shorter "
                                    "interval or a longer run" % (fid, t0, window_end))
+        fair = shares[fid]
         off = [e for b, e, r in inside if abs(r - fair) > tol * fair + _EPS]
         if not off:
             per_flow[fid] = 0.0
@@ -160,6 +171,70 @@ def convergence(flows, t0, fair_share, tolerance=0.1, end=None, hold=0.0, step=N
         "window_s": round(window_end - t0, 6),
         "jfi": series,
         "jfi_end": series[-1][1] if series else None,
-        "fair_share": fair,
+        "fair_share": fair_share if isinstance(fair_share, dict) else shares[next(iter(shares))],
         "tolerance": tol,
     }
+
+
+def step_convergence(step, model):
+    """A step whose flows start at different instants (the plan's ``start_offset``, experiment ``start_offsets``):
+    the convergence test of section 7.3 over its flows' own samples, or None for a step whose flows all start
+    together. ``model``: the barrier analysis' max-min model of the step (``flows``, ``links``, ``factors``).
+
+    T0 is the last flow's start offset (when the last flows join). Each flow's fair share is its max-min rate with
+    every flow of the step running, times its goodput factor (the payload rate its samples measure): on one shared
+    port, the port's TCP goodput / 2M. The window ends where the first flow's last full sample ends (a flow's final
+    sample is its tail, and once a flow ends the shares change). Returns the ``convergence()`` figures with ``t0_s``,
+    ``joined`` (the flows that start at T0), ``fair_share_gbps`` per flow and ``hold_s``; or ``{"unavailable":
+    why}`` when the flows' samples cannot give it (a failed flow, no samples: give the experiment an interval)."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import max_min_rates
+
+    offsets = {flow.flow_id: step.planned(flow).start_offset for flow in step.flows}
+    if not any(offsets.values()):
+        return None
+    t0 = max(offsets.values())
+    out = {"t0_s": t0, "joined": sorted(fid for fid, off in offsets.items() if off == t0), "tolerance": TOLERANCE,
+           "hold_s": HOLD_S}
+    failed = sorted(f.flow_id for f in step.flows if not f.ok)
+    if failed:
+        out["unavailable"] = "flow(s) %s did not complete: the test needs every flow's samples" % ", ".join(failed)
+        return out
+    if model is None:
+        out["unavailable"] = "no prediction of the step (its flows' paths), so no fair share to converge to"
+        return out
+    rates = max_min_rates(model["flows"], model["links"])
+    flows, shares, ends = {}, {}, []
+    for flow in step.flows:
+        keys = [k for k in model["flows"] if k[:2] == flow.key]  # the flow, or its streams on the fabric lab
+        shares[flow.flow_id] = sum(rates[k] * model["factors"].get(k, 1.0) for k in keys)
+        samples = flow.samples or []
+        if flow.start is None or flow.start_at is None or len(samples) < 2:
+            out["unavailable"] = ("flow %s has %d sample(s); give the experiment a shorter interval (0.2) or a "
+                                  "larger volume" % (flow.flow_id, len(samples)))
+            return out
+        common = flow.start_at - offsets[flow.flow_id]  # the step's common instant, on the flow's host clock
+        start = flow.start - common
+        flows[flow.flow_id] = {"start": start, "samples": [{"t": start + x["t"], "bytes": x["bytes"]}
+                                                           for x in samples]}
+        ends.append(start + samples[-2]["t"])
+    try:
+        result = convergence(flows, t0, shares, tolerance=TOLERANCE, end=min(ends), hold=HOLD_S)
+    except ConvergenceError as exc:
+        out["unavailable"] = str(exc)
+        return out
+    result.pop("fair_share")
+    out.update(result, fair_share_gbps={fid: round(v / 1e9, 6) for fid, v in sorted(shares.items())})
+    out["verdict"] = _verdict(out, len(flows))
+    return out
+
+
+def _verdict(out, n):
+    gbps = sorted(set(out["fair_share_gbps"].values()))
+    share = ("%.3f Gb/s" % gbps[0]) if len(gbps) == 1 else "%.3f-%.3f Gb/s" % (gbps[0], gbps[-1])
+    head = "%d of %d flows joined at T0 = %.2f s" % (len(out["joined"]), n, out["t0_s"])
+    jfi_end = "" if out["jfi_end"] is None else "; JFI at the window's end %.3f" % out["jfi_end"]
+    if out["converged"]:
+        return "%s: every flow within %d%% of its fair share (%s) from T0 + %.2f s, held %.2f s%s" % (
+            head, round(out["tolerance"] * 100), share, out["convergence_s"], out["held_s"], jfi_end)
+    return "%s: not converged within the %.2f s window (%s)%s" % (
+        head, out["window_s"], "; ".join(out["never"]) if out["never"] else "", jfi_end)

@@ -77,29 +77,43 @@ def max_min_rates(flows: dict, links: dict) -> dict:
     return rates
 
 
-def predict_completions(flows: dict, links: dict, volumes: dict, factors: dict | None = None) -> dict:
-    """Completion time (s from the common start) of each flow under max-min sharing, re-shared as flows finish.
+def predict_completions(flows: dict, links: dict, volumes: dict, factors: dict | None = None,
+                        starts: dict | None = None) -> dict:
+    """Completion time (s from the common start) of each flow under max-min sharing, re-shared as flows finish
+    and as late flows start.
 
-    ``volumes``: payload bytes per flow; ``factors``: goodput factor per flow (default 1.0).
+    ``volumes``: payload bytes per flow; ``factors``: goodput factor per flow (default 1.0); ``starts``: seconds
+    after the common start that a flow starts (default 0: with the others).
     Returns ``{flow_id: seconds}``; flows that can never finish (zero rate) get ``float('inf')``.
     """
     factors = factors or {}
+    starts = {f: float((starts or {}).get(f) or 0.0) for f in flows}
     remaining = {f: float(volumes[f]) * 8 for f in flows}  # payload bits
     done = {}
-    now = 0.0
-    active = {f: flows[f] for f in flows if remaining[f] > 0}
     for f in flows:
         if remaining[f] <= 0:
-            done[f] = 0.0
-    while active:
+            done[f] = starts[f]
+    pending = sorted((starts[f], f) for f in flows if f not in done)
+    now = 0.0
+    active = {}
+    while active or pending:
+        while pending and pending[0][0] <= now + _EPS:
+            f = pending.pop(0)[1]
+            active[f] = flows[f]
+        arrival = pending[0][0] - now if pending else None
+        if not active:
+            now += arrival
+            continue
         rates = max_min_rates(active, links)
         goodput = {f: rates[f] * factors.get(f, 1.0) for f in active}
         horizon = min((remaining[f] / goodput[f]) for f in active if goodput[f] > 0) if any(
             goodput[f] > 0 for f in active) else None
-        if horizon is None:
+        if horizon is None and arrival is None:
             for f in active:
                 done[f] = float("inf")
             break
+        if horizon is None or (arrival is not None and arrival < horizon):
+            horizon = arrival  # a late flow starts first: the rates change then
         now += horizon
         for f in list(active):
             remaining[f] -= goodput[f] * horizon

@@ -35,6 +35,8 @@ def host_args(the_plan, host, step, token, throttle=None):
     for flow in part.flows:
         out = {"flow_id": flow.flow_id, "address": flow.address, "port": flow.port, "volume": flow.volume,
                "streams": flow.streams}
+        if flow.start_offset:
+            out["start_offset"] = flow.start_offset  # it joins the running flows that long after the common instant
         streams = the_plan.fabric.streams(step, host, flow.flow_id) if the_plan.fabric else []
         if streams:
             # the fabric lab: each stream from the port whose path the kernel's lookup gave

@@ -29,12 +29,13 @@ An experiment is a dict (from the inventory's ``experiment`` or ``-e``)::
     fabric: {hash: l4, seed: 1, placement: hash, port_seed: 0}  # the fabric lab only (_fabric.lab)
     job: {iterations: 20, compute_ms: 5, collectives: [{op: allreduce, algorithm: ring, size: 64MB}]}  # below
     tcp: {ecn: on, congestion: cubic}  # tcp: every host's net.ipv4.tcp_ecn and its flows' congestion control
+    start_offsets: {worker3: 3, worker4: 3}  # a sender's flows start that long after the common instant (3, 500ms)
 
 With ``job`` (docs/jobs.md) the experiment is a training job instead of a pattern: every step runs the job's
 per-host programs (``_job.program.build_programs``) on the workers, from one instant, each worker's program server
 on ``port``; the job is validated by ``_job.spec.parse_job`` before anything starts (``experiment.job.collectives[0]
-.algorithm: ...``). ``pattern``, ``volume``, ``root`` and ``streams`` do not apply and are refused, and so are the
-perftest engine (perftest runs one transfer per process) and the fabric lab.
+.algorithm: ...``). ``pattern``, ``volume``, ``root``, ``streams`` and ``start_offsets`` do not apply and are
+refused, and so are the perftest engine (perftest runs one transfer per process) and the fabric lab.
 
 ``plan()`` returns a ``Plan`` (``model``): the hosts (address, namespace, interface, throttle) and the rounds of the
 pattern (``patterns``; a collective has several, one step each): per round, each host's servers and the flows it sends,
@@ -44,6 +45,8 @@ consume only the plan, through the modules' arguments made from it (``args``).
 """
 
 from __future__ import annotations
+
+import math
 
 from ansible_collections.aifabric.lab.plugins.module_utils._link import link_name
 from ansible_collections.aifabric.lab.plugins.module_utils._netns_enter import namespace_name
@@ -92,8 +95,8 @@ class ExperimentError(PlanError):
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
           "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
-          "fabric", "job", "tcp", "result_grace", "labels"}
-_NOT_FOR_A_JOB = ("pattern", "volume", "root", "streams")
+          "fabric", "job", "tcp", "result_grace", "labels", "start_offsets"}
+_NOT_FOR_A_JOB = ("pattern", "volume", "root", "streams", "start_offsets")
 
 
 _FABRIC_KNOWN = ("hash", "seed", "placement", "port_seed")
@@ -126,6 +129,47 @@ def _labels(value):
             raise ExperimentError("experiment.labels.%s: %r; give a string (at most 64 characters) or a number"
                                   % (key, item))
         out[key] = item
+    return out
+
+
+def _seconds(value, where):
+    """Seconds from a number or a duration's text (``500ms``, ``3s``, ``3``); ExperimentError names ``where``."""
+    text = value.strip() if isinstance(value, str) else None
+    try:
+        if text is not None and text.endswith("ms"):
+            seconds = float(text[:-2]) / 1000
+        elif text is not None:
+            seconds = float(text[:-1] if text.endswith("s") else text)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(value)
+        else:
+            seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ExperimentError("%s: %r; give seconds, 0 or more (3, 2.5, 500ms, 3s)" % (where, value))
+    return seconds
+
+
+def _start_offsets(value, senders, timeout):
+    """The experiment's ``start_offsets``: sending host -> seconds after the step's common instant that its flows
+    start (the M flows that join M running ones: convergence, docs/congestion.md); ``{}`` when not given."""
+    if value in (None, {}):
+        return {}
+    if not isinstance(value, dict):
+        raise ExperimentError("experiment.start_offsets: %r; give {host: seconds}, like {worker3: 3, worker4: 3}: "
+                              "each host's flows start that long after the step's common instant" % (value,))
+    out = {}
+    for host, given in value.items():
+        if host not in senders:
+            raise ExperimentError("experiment.start_offsets.%s: %s sends no flow in this experiment (its senders: "
+                                  "%s); name a sender" % (host, host, ", ".join(sorted(senders))))
+        seconds = _seconds(given, "experiment.start_offsets.%s" % host)
+        if seconds >= timeout:
+            raise ExperimentError("experiment.start_offsets.%s: %s s is not less than timeout (%s s), which counts "
+                                  "from the common instant; give a smaller offset or a longer timeout"
+                                  % (host, seconds, timeout))
+        out[host] = seconds
     return out
 
 
@@ -317,6 +361,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
             hops.append(Hop(throttle_link(src), format_rate(throttles[src]), throttle=True))
         return hops
 
+    senders = {src for flows in planned_rounds for src, _dst, _share in flows}
+    offsets = _start_offsets(experiment.get("start_offsets"), senders, timeout)
     plan_rounds = []
     for flows in planned_rounds:
         parts = {}  # host -> HostPart
@@ -342,7 +388,8 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
                 flow_id=src if len(sent[src]) == 1 else link_name(src, dst), src=src, dst=dst,
                 address=hosts[dst].address, port=server.port + (first if engine == "perftest" else 0),
                 volume=max(1, int(round(volume * share))), streams=streams,
-                path=path(src, dst)))  # the links it crosses with their rates: the prediction reads them
+                path=path(src, dst),  # the links it crosses with their rates: the prediction reads them
+                start_offset=offsets.get(src, 0.0)))
         if job_spec is not None:
             for host in workers:  # every worker runs its program (no servers, no flows)
                 host_entry(host)

@@ -58,7 +58,8 @@ def throttle_link(host):
 @dataclass
 class Flow:
     """A flow the plan gives a host to send: to ``dst``'s server at ``address``:``port``, ``volume`` bytes over
-    ``streams`` connections, across ``path``."""
+    ``streams`` connections, across ``path``; ``start_offset`` seconds after the step's common instant (0: with the
+    others)."""
 
     flow_id: str
     src: str
@@ -68,16 +69,21 @@ class Flow:
     volume: int
     streams: int = 1
     path: list = field(default_factory=list)  # [Hop]
+    start_offset: float = 0.0
 
     def to_dict(self):
-        return {"flow_id": self.flow_id, "src": self.src, "dst": self.dst, "address": self.address, "port": self.port,
-                "volume": self.volume, "streams": self.streams, "path": [h.to_dict() for h in self.path]}
+        out = {"flow_id": self.flow_id, "src": self.src, "dst": self.dst, "address": self.address, "port": self.port,
+               "volume": self.volume, "streams": self.streams, "path": [h.to_dict() for h in self.path]}
+        if self.start_offset:
+            out["start_offset"] = self.start_offset
+        return out
 
     @classmethod
     def from_dict(cls, data, src, dst=None):
         return cls(flow_id=data["flow_id"], src=data.get("src") or src, dst=data.get("dst") or dst,
                    address=data["address"], port=data["port"], volume=data["volume"],
-                   streams=data.get("streams") or 1, path=[Hop.from_dict(h) for h in data.get("path") or []])
+                   streams=data.get("streams") or 1, path=[Hop.from_dict(h) for h in data.get("path") or []],
+                   start_offset=float(data.get("start_offset") or 0.0))
 
 
 @dataclass

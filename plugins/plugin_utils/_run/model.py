@@ -71,12 +71,15 @@ class PlannedFlow:
     goodput_factor: float | None = None  # payload share of the wire, when the plan knows it (perftest over RoCE)
     subflows: list = field(default_factory=list)  # the fabric lab: [Subflow], one per stream
     path_error: str | None = None  # a path read from its dict form that stopped at a hop without link or rate
+    start_offset: float = 0.0  # seconds after the step's common instant that the flow starts (experiment start_offsets)
 
     def as_dict(self):
         out = {"path": [h.to_dict() for h in self.path], "mtu": self.mtu, "throttle": self.throttle,
                "throttle_mechanism": self.throttle_mechanism, "goodput_factor": self.goodput_factor}
         if self.subflows:
             out["subflows"] = [s.to_dict() for s in self.subflows]
+        if self.start_offset:
+            out["start_offset"] = self.start_offset
         return out
 
     @classmethod
@@ -85,7 +88,8 @@ class PlannedFlow:
         path, error = read_path(data.get("path"), host)
         return cls(path=path, mtu=data.get("mtu"), throttle=data.get("throttle"),
                    throttle_mechanism=data.get("throttle_mechanism"), goodput_factor=data.get("goodput_factor"),
-                   subflows=[Subflow.from_dict(s, host) for s in data.get("subflows") or []], path_error=error)
+                   subflows=[Subflow.from_dict(s, host) for s in data.get("subflows") or []], path_error=error,
+                   start_offset=float(data.get("start_offset") or 0.0))
 
 
 @dataclass
@@ -223,7 +227,7 @@ def step_plans(plan):
             flows[(flow.src, flow.flow_id)] = PlannedFlow(
                 path=list(flow.path), mtu=plan.mtu, throttle=throttle.rate if throttle else None,
                 throttle_mechanism="%s: %s" % (flow.src, throttle.applied) if throttle and throttle.applied else None,
-                goodput_factor=plan.goodput_factor)
+                goodput_factor=plan.goodput_factor, start_offset=flow.start_offset)
         # one link that every flow of the step shares: the sink's port of an incast (other patterns have none)
         by_round.append(StepPlan(kind=plan.kind, pattern=plan.pattern, engine=plan.engine,
                                  bottleneck=plan.line_rate if plan.pattern == "incast" else None,

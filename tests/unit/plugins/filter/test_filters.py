@@ -34,7 +34,7 @@ def test_every_filter_is_registered_once_in_the_file_of_its_concept():
         "plan": ["experiment_owner", "flow_plan", "flow_step_args", "flow_step_batch_args", "throttle_args"],
         "preflight": ["preflight_args", "preflight_checks", "preflight_paths", "preflight_report"],
         "report": ["render_run", "report_files", "report_json", "report_text", "run_report"],
-        "units": ["rate_bps"]}
+        "units": ["rate_bps", "size_bytes"]}
     assert sum(len(filters) for filters in BY_FILE.values()) == len(F)  # no name in two files
     documented = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(FILTER_DIR, "*.yml"))}
     assert documented == set(F)  # every filter has its page (ansible-doc -t filter)
@@ -88,6 +88,7 @@ def test_the_seed_through_the_filters():
     shares = F["fair_share"]({"w1": ["link"], "w2": ["link"], "w3": ["link", "w3"]}, {"link": "8gbit", "w3": "2gbit"})
     assert {f: s["rate_bps"] for f, s in shares.items()} == {"w1": 3e9, "w2": 3e9, "w3": 2e9}
     assert F["rate_bps"]("2gbit") == 2e9
+    assert F["size_bytes"]("400KB") == 400000 and F["size_bytes"]("1MiB") == 2**20
 
 
 @pytest.mark.parametrize("name, args, message", [
@@ -99,6 +100,7 @@ def test_the_seed_through_the_filters():
     ("barrier_analysis", ("not a list",), "barrier_analysis: expected a list of flow results"),
     ("fair_share", ({"f": ["l"]}, {"l": "8gbps"}), "fair_share: links.l: '8gbps' is ambiguous"),
     ("rate_bps", ("fast",), "rate: 'fast'"),
+    ("size_bytes", ("deep", "convergence_buffer"), "convergence_buffer: 'deep'"),
     ("counters_diff", ("x", {}), "counters_diff: give two port_counters_info snapshots"),
     ("run_report", ("/nonexistent-run",), "run_report: /nonexistent-run has no flows/ directory"),
     ("report_json", ({},), "report_json: give a report"),

@@ -3,7 +3,6 @@
 the fix; what the history says while it works (a database rebuilt) is an Ansible warning."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -145,18 +144,6 @@ def test_history_compare_reads_and_never_writes(runs, warnings):
                         "writing it (aifabric.lab.history with sync: true writes it)" % (db, runs)]
 
 
-def _files(directory):
-    """Every file under ``directory``: its bytes' digest and its modification time (ns)."""
-    out = {}
-    for dirpath, _dirs, files in os.walk(str(directory)):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            with open(path, "rb") as handle:
-                out[os.path.relpath(path, str(directory))] = (hashlib.sha256(handle.read()).hexdigest(),
-                                                              os.stat(path).st_mtime_ns)
-    return out
-
-
 def _barrier_plan():
     groups = {"workers": ["w1", "w2"], "sinks": ["sink"]}
     hostvars = {h: {"lab_address": "198.18.0.%d" % i} for i, h in enumerate(["sink", "w1", "w2"], 1)}
@@ -180,38 +167,38 @@ _FOUND = {"history_runs": list(RUNS), "history_export": list(RUNS), "history_bas
 
 
 @pytest.mark.parametrize("name", sorted(_READERS))
-def test_a_reading_filter_leaves_a_sound_history_byte_for_byte(runs, warnings, name):
+def test_a_reading_filter_leaves_a_sound_history_byte_for_byte(runs, warnings, name, file_states):
     """A history the aifabric.lab.history action wrote (SQLite's write-ahead log, closed): the filter reads it without
     a byte or a modification time changing, and without a file added beside it (not even SQLite's -wal and -shm)."""
     from ansible_collections.aifabric.lab.plugins.plugin_utils._history.task import run_task
 
     db = str(runs / "history.sqlite")
     run_task({"record": None, "sync": True, "rebuild": False, "runs_dir": str(runs), "db": db})
-    before = _files(runs)
+    before = file_states(runs)
     assert "history.sqlite" in before
     assert _READERS[name](db, str(runs)) == _FOUND[name]
-    assert _files(runs) == before and warnings == []
+    assert file_states(runs) == before and warnings == []
 
 
 @pytest.mark.parametrize("name", ["history_export", "history_runs"])  # history_compare's, history_baseline's: above
-def test_a_reading_filter_creates_no_history_file(runs, warnings, name):
+def test_a_reading_filter_creates_no_history_file(runs, warnings, name, file_states):
     """No history file: none is created; the run directories are read into memory, with a warning."""
     db = runs / "history.sqlite"
-    before = _files(runs)
+    before = file_states(runs)
     assert _READERS[name](str(db), str(runs)) == _FOUND[name]
-    assert not db.exists() and _files(runs) == before and sorted(os.listdir(str(runs))) == sorted(RUNS)
+    assert not db.exists() and file_states(runs) == before and sorted(os.listdir(str(runs))) == sorted(RUNS)
     assert warnings == ["history: history database %s does not exist: read 2 run directories under %s without "
                         "writing it (aifabric.lab.history with sync: true writes it)" % (db, runs)]
 
 
 @pytest.mark.parametrize("name", ["history_baseline", "history_export", "history_runs"])
-def test_a_reading_filter_writes_no_schema_into_an_empty_file(runs, warnings, name):
+def test_a_reading_filter_writes_no_schema_into_an_empty_file(runs, warnings, name, file_states):
     """An empty history file is left empty (no schema, no PRAGMA written): its runs are read into memory."""
     db = runs / "history.sqlite"
     db.write_bytes(b"")
-    before = _files(runs)
+    before = file_states(runs)
     assert _READERS[name](str(db), str(runs)) == _FOUND[name]
-    assert _files(runs) == before and db.read_bytes() == b""
+    assert file_states(runs) == before and db.read_bytes() == b""
     assert warnings == ["history: history database %s is empty: read 2 run directories under %s without writing it "
                         "(aifabric.lab.history with sync: true writes it)" % (db, runs)]
 

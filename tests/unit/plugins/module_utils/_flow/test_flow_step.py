@@ -230,6 +230,9 @@ def test_the_port_of_the_rendezvous_taken_fails_the_start_with_the_reason(lab_fa
     ({"clients": [{}, {}]}, r"clients\[1\].flow_id: 'w1' is used twice"),
     ({"servers": [{"expected_clients": 0}]}, r"servers\[0\].expected_clients: 0 must be 1 or more"),
     ({"engine": "perftest"}, "perftest.device: the perftest engine needs the RDMA device"),
+    ({"clients": [{"start_offset": 20.0}]}, r"clients\[0\].start_offset: 20.0; give seconds from 0 to less than "
+                                            r"timeout \(20.0\)"),
+    ({"clients": [{"start_offset": -1.0}]}, r"clients\[0\].start_offset: -1.0"),
 ])
 def test_bad_input_names_the_parameter(lab_factory, change, message):
     lab = lab_factory(["sink", "w1"])
@@ -601,3 +604,26 @@ def test_a_bad_program_in_parts_names_the_part(lab_factory):
                                       "counters": None, "program": {"version": 1, "iterations": 0, "ops": []}}])
     with pytest.raises(FlowError, match=r"parts\[0\] \(w1\): program.iterations: 0 is out of range"):
         step_module.build_parts(params)
+
+
+def test_a_flow_with_a_start_offset_fires_that_long_after_the_common_instant(lab_factory):
+    """Convergence's late flows (experiment start_offsets): armed with the others, fired at the instant plus the
+    offset; its completion counts from the common instant, its lateness against its own instant."""
+    lab = lab_factory(["sink", "w1", "w2"])
+    lab.start("sink", servers=[lab.server(2)])
+    lab.start("w1", clients=[lab.client("w1", volume="5MB")])
+    lab.start("w2", clients=[lab.client("w2", volume="5MB", start_offset=0.5)])
+    record = lab.collect()
+    assert record["status"] == "ok", record.get("error")
+
+    def instant(party):  # the common instant on the party's clock (the coordinator's plus the party's offset)
+        return record["fire"]["at"] + record["parties"][party]["offset_s"]
+
+    w1, w2 = record["hosts"]["w1"]["clients"][0], record["hosts"]["w2"]["clients"][0]
+    assert w1["status"] == w2["status"] == "ok"
+    assert "start_offset_s" not in w1 and w1["start_at"] == pytest.approx(instant("w1"), abs=1e-6)
+    assert w2["start_offset_s"] == 0.5 and w2["start_at"] == pytest.approx(instant("w2") + 0.5, abs=1e-6)
+    assert w2["start"] >= w2["start_at"]  # it did not start before its own instant
+    # counted from the common instant: at least its offset plus its own duration
+    assert w2["completion_s"] >= 0.5 + w2["duration_s"]
+    assert wait_gone(lab.pids)

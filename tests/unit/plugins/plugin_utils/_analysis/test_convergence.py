@@ -108,3 +108,85 @@ def test_bad_input(flows, kwargs, match):
     args.update(kwargs)
     with pytest.raises(ConvergenceError, match=match):
         convergence(flows, 0, **args)
+
+
+def _measured(host, offset, rates, common=1000.0, every=0.5):
+    """A tcp-engine flow record started ``offset`` s after the common instant: ``rates`` (Gb/s) per ``every`` s."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Flow
+
+    samples, total = [], 0
+    for k, gbps in enumerate(rates, 1):
+        total += int(gbps * 1e9 * every / 8)
+        samples.append({"t": k * every, "bytes": total})
+    return Flow(host=host, flow_id=host, status="ok", bytes=total, volume_bytes=total, completion_s=offset + len(
+        rates) * every, late_s=0.0, start=common + offset, start_at=common + offset, samples=samples)
+
+
+def _convergence_step(flows, offsets):
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import plan
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Step, step_plans
+
+    groups = {"workers": ["w1", "w2", "w3", "w4"], "sinks": ["sink"], "switches": ["switch"]}
+    hostvars = {h: {"lab_address": "198.18.0.%d" % (i + 1)} for i, h in enumerate(["sink", "w1", "w2", "w3", "w4"])}
+    the_plan = plan({"name": "c", "volume": "1GB", "start_offsets": offsets}, groups, hostvars, line_rate="1gbit",
+                    mtu=None)
+    return Step(name="c", plan=step_plans(the_plan)["c"], flows=flows)
+
+
+def test_a_step_with_late_flows_reports_their_convergence():
+    """Section 7.3 by hand: w1, w2 from 0 s at 0.5 Gb/s (1 Gb/s into the sink, two ways), w3 and w4 join at T0 = 1 s
+    and the fair share is 0.25 Gb/s each. w3's first half second runs at 0.4 (60% over), then 0.25; everyone else
+    is at 0.25 from T0. So w3 converges at T0 + 0.5 s, the others at T0, and the step at T0 + 0.5 s. The window ends
+    where the first flow's last full sample ends: w1's and w2's at 4.5 s (their last, at 5.0 s, is a tail): 3.5 s
+    after T0, held 3.0 s."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import analyze_step
+
+    early = [0.5, 0.5] + [0.25] * 8  # to 5.0 s
+    flows = [_measured("w1", 0.0, early), _measured("w2", 0.0, early),
+             _measured("w3", 1.0, [0.4] + [0.25] * 9), _measured("w4", 1.0, [0.25] * 10)]
+    report = analyze_step(_convergence_step(flows, {"w3": 1, "w4": 1}))
+    conv = report["convergence"]
+    assert conv["t0_s"] == 1.0 and conv["joined"] == ["w3", "w4"]
+    assert conv["fair_share_gbps"] == {"w1": 0.25, "w2": 0.25, "w3": 0.25, "w4": 0.25}
+    assert conv["converged"] and conv["convergence_s"] == pytest.approx(0.5)
+    assert conv["per_flow_s"] == pytest.approx({"w1": 0.0, "w2": 0.0, "w3": 0.5, "w4": 0.0})
+    assert conv["window_s"] == pytest.approx(3.5) and conv["held_s"] == pytest.approx(3.0)
+    assert conv["jfi_end"] == pytest.approx(1.0)
+    assert conv["verdict"] == ("2 of 4 flows joined at T0 = 1.00 s: every flow within 10% of its fair share "
+                               "(0.250 Gb/s) from T0 + 0.50 s, held 3.00 s; JFI at the window's end 1.000")
+    # the prediction knows the late start (each flow's volume is what it sent: w1, w2 1.5 Gbit, w3 1.325, w4 1.25):
+    # w1, w2 alone at 0.5 for 1 s, then four at 0.25 until w1 and w2 end at 5 s (1.0 Gbit more each); w3 and w4 have
+    # 0.325 and 0.25 left: 0.5 each, w4 ends at 5.5 s; w3's last 0.075 Gbit alone at 1 Gb/s: 5.575 s
+    assert report["predicted_step_s"] == pytest.approx(5.575)
+    assert [w["predicted_s"] for w in report["workers"]] == pytest.approx([5.0, 5.0, 5.575, 5.5])
+
+
+def test_a_late_flow_that_never_holds_its_share_is_named():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import analyze_step
+
+    early = [0.5, 0.5] + [0.3] * 8
+    flows = [_measured("w1", 0.0, early), _measured("w2", 0.0, early),
+             _measured("w3", 1.0, [0.2] * 10), _measured("w4", 1.0, [0.2] * 10)]
+    conv = analyze_step(_convergence_step(flows, {"w3": 1, "w4": 1}))["convergence"]
+    assert not conv["converged"] and conv["convergence_s"] is None
+    assert sorted(conv["never"]) == ["w1", "w2", "w3", "w4"]
+    assert conv["verdict"].startswith("2 of 4 flows joined at T0 = 1.00 s: not converged within the 3.50 s window")
+
+
+def test_without_late_flows_there_is_no_convergence_and_a_failed_flow_makes_it_unavailable():
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import analyze_step
+
+    flows = [_measured(h, 0.0, [0.25] * 4) for h in ("w1", "w2", "w3", "w4")]
+    assert "convergence" not in analyze_step(_convergence_step(flows, {}))
+    flows[3].status, flows[3].completion_s = "timeout", None
+    conv = analyze_step(_convergence_step(flows, {"w4": 1}))["convergence"]
+    assert conv["unavailable"] == "flow(s) w4 did not complete: the test needs every flow's samples"
+
+
+def test_each_flow_may_have_its_own_fair_share():
+    flows = {"a": flow(0, (1, 1.0), (2, 1.0)), "b": flow(0, (1, 3.0), (2, 3.0))}
+    out = convergence(flows, 0.5, {"a": 1.0, "b": 3.0}, end=2)
+    assert out["converged"] and out["per_flow_s"] == {"a": 0.0, "b": 0.0} and out["fair_share"] == {"a": 1.0,
+                                                                                                    "b": 3.0}
+    with pytest.raises(ConvergenceError, match="fair_share: no share for flow"):
+        convergence(flows, 0.5, {"a": 1.0}, end=2)

@@ -265,18 +265,6 @@ def test_compare_names_the_bad_side(runs, notes):
         compare(str(runs / "history.sqlite"), "latest", "nope", notify=notes.append)
 
 
-def _files(directory):
-    """Every file under ``directory`` with its bytes' digest and its modification time."""
-    out = {}
-    for dirpath, _dirs, files in os.walk(str(directory)):
-        for f in files:
-            path = os.path.join(dirpath, f)
-            with open(path, "rb") as handle:
-                out[os.path.relpath(path, str(directory))] = (hashlib.sha256(handle.read()).hexdigest(),
-                                                              os.stat(path).st_mtime_ns)
-    return out
-
-
 def _unwritten(before, after):
     """``after`` is ``before`` but for SQLite's empty read-side files (an empty -wal, the -shm index) a read-only
     connection to a WAL database may leave: no byte of the history changed, nothing was committed."""
@@ -286,40 +274,40 @@ def _unwritten(before, after):
             and all(k.endswith("-shm") or (k.endswith("-wal") and v[0] == empty_wal) for k, v in new.items()))
 
 
-def test_a_run_directory_not_yet_recorded_is_read_when_named_and_not_written(runs, tmp_path, notes):
+def test_a_run_directory_not_yet_recorded_is_read_when_named_and_not_written(runs, tmp_path, notes, file_states):
     db = str(runs / "history.sqlite")
     list_runs(db, notify=notes.append)
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(str(runs / A_RUN), str(elsewhere / A_RUN))
-    before = _files(runs)
+    before = file_states(runs)
     diff = compare(db, str(elsewhere / A_RUN), B_RUN, notify=notes.append)
     # the same name from another directory gets the id the history would give it, and is read as it would hold it
     assert diff["a"]["id"] == "%s@%s" % (A_RUN, hashlib.sha1(str(elsewhere / A_RUN).encode()).hexdigest()[:6])
     assert diff["a"]["path"] == str(elsewhere / A_RUN)
     assert diff["config"]["changed"] == [] and diff["steps"][1]["step_s"]["a"] == 8.059957  # A_RUN's own figures
-    assert _unwritten(before, _files(runs)) and _counts(db)["runs"] == 3
+    assert _unwritten(before, file_states(runs)) and _counts(db)["runs"] == 3
     record_run(db, str(elsewhere / A_RUN), notify=notes.append)  # what the history action would write
     assert compare(db, str(elsewhere / A_RUN), B_RUN, notify=notes.append)["a"] == diff["a"]
 
 
-def test_compare_never_writes_the_history_whatever_its_state(runs, notes, monkeypatch):
+def test_compare_never_writes_the_history_whatever_its_state(runs, notes, monkeypatch, file_states):
     """A filter reads: the history's file is left byte for byte as it was, sound, missing or corrupt (its runs are
     then read from their directories into memory), and SQLite itself refuses a write on the connection."""
     db = runs / "history.sqlite"
-    before = _files(runs)
+    before = file_states(runs)
     diff = compare(str(db), B_RUN, UNTHROTTLED, notify=notes.append)  # no history file yet
-    assert diff["steps"][1]["step_s"]["delta"] == -2.00934 and not db.exists() and _files(runs) == before
+    assert diff["steps"][1]["step_s"]["delta"] == -2.00934 and not db.exists() and file_states(runs) == before
     assert notes == ["history database %s does not exist: read 3 run directories under %s without writing it "
                      "(aifabric.lab.history with sync: true writes it)" % (db, runs)]
     db.write_bytes(b"\x00garbage" * 100)
-    before = _files(runs)
-    assert compare(str(db), B_RUN, UNTHROTTLED, notify=notes.append) == diff and _files(runs) == before
+    before = file_states(runs)
+    assert compare(str(db), B_RUN, UNTHROTTLED, notify=notes.append) == diff and file_states(runs) == before
     assert "is corrupt (file is not a database): read 3 run directories" in notes[-1]
     db.unlink()
     list_runs(str(db), notify=notes.append)  # a sound history, written by a writer
-    before = _files(runs)
+    before = file_states(runs)
     assert compare(str(db), B_RUN, str(runs / UNTHROTTLED), notify=notes.append) == diff
-    assert _unwritten(before, _files(runs))
+    assert _unwritten(before, file_states(runs))
     from ansible_collections.aifabric.lab.plugins.plugin_utils._history import store
 
     with store.read_history(str(db)) as conn, pytest.raises(sqlite3.OperationalError, match="readonly"):

@@ -81,3 +81,20 @@ def test_zero_volume_and_zero_capacity():
     assert times["a"] == 0.0 and times["z"] == pytest.approx(8.0)
     stuck = predict_completions({"a": ["dead"]}, {"dead": 0.0}, {"a": 1e9})
     assert stuck["a"] == math.inf
+
+
+@pytest.mark.parametrize("starts, want", [
+    # b joins at 1 s: a alone 1 Gbit, then both at 0.5; b's 2 Gbit take 4 s (5 s); a's last 1 Gbit alone: 6 s
+    ({"b": 1.0}, {"a": 6.0, "b": 5.0}),
+    # b starts after a has ended: the link idles from 4 to 10 s, b alone 2 s
+    ({"b": 10.0}, {"a": 4.0, "b": 12.0}),
+    # both late by the same: the same step shifted
+    ({"a": 2.0, "b": 2.0}, {"a": 8.0, "b": 6.0}),
+    ({}, {"a": 6.0, "b": 4.0}),
+])
+def test_late_starts_are_predicted_by_hand_and_as_the_simulator_does(starts, want):
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import simulate
+
+    links, flows, volumes = {"L": 1e9}, {"a": ["L"], "b": ["L"]}, {"a": 4e9 / 8, "b": 2e9 / 8}
+    assert predict_completions(flows, links, volumes, starts=starts) == pytest.approx(want, abs=1e-9)
+    assert simulate(links, flows, volumes, starts=starts).completions() == pytest.approx(want, abs=1e-9)

@@ -323,3 +323,49 @@ def test_labels_are_kept_in_the_plan_and_its_record():
 def test_bad_labels_are_named(labels, message):
     with pytest.raises(ExperimentError, match=message.replace("[", r"\[")):
         plan({"name": "i", "labels": labels}, GROUPS, HOSTVARS)
+
+
+def test_start_offsets_reach_the_flows_their_arguments_and_the_prediction():
+    """Convergence's plan (docs/congestion.md): worker3 joins worker1 and worker2 at 2 s. By hand, 8 Gb/s into the
+    sink, 3 GB each, goodput factor left out (mtu None): worker1 and worker2 alone at 4 Gb/s for 2 s (1 GB each), then
+    the three at 8/3 Gb/s; worker1 and worker2 have 2 GB = 16 Gbit left: 6 s more, done at 8 s; worker3 has sent
+    2 GB by then, and its last 1 GB alone at 8 Gb/s takes 1 s: 9 s."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import _predict
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import host_args
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Step, step_plans
+
+    p = plan({"name": "c", "volume": "3GB", "start_offsets": {"worker3": "2s"}}, GROUPS, HOSTVARS, mtu=None)
+    offsets = {f.src: f.start_offset for f in p.rounds[0].flows()}
+    assert offsets == {"worker1": 0.0, "worker2": 0.0, "worker3": 2.0}
+    again = Plan.from_dict(p.to_dict())
+    assert {f.src: f.start_offset for f in again.rounds[0].flows()} == offsets
+    assert host_args(p, "worker3", "c", "t")["clients"][0]["start_offset"] == 2.0
+    assert "start_offset" not in host_args(p, "worker1", "c", "t")["clients"][0]
+    step_plan = step_plans(p)["c"]
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Flow
+    flows = [Flow(host=h, flow_id=h, status="ok", volume_bytes=3 * 10**9, completion_s=1.0)
+             for h in ("worker1", "worker2", "worker3")]
+    predicted = _predict(Step(name="c", plan=step_plan, flows=flows))
+    assert predicted == pytest.approx({("worker1", "worker1"): 8.0, ("worker2", "worker2"): 8.0,
+                                       ("worker3", "worker3"): 9.0}, abs=1e-9)
+
+
+@pytest.mark.parametrize("offsets, message", [
+    ({"sink": 1}, r"experiment.start_offsets.sink: sink sends no flow in this experiment \(its senders: worker1, "
+                  r"worker2, worker3\)"),
+    ({"worker1": -1}, r"experiment.start_offsets.worker1: -1; give seconds, 0 or more"),
+    ({"worker1": "soon"}, r"experiment.start_offsets.worker1: 'soon'; give seconds"),
+    ({"worker1": 120}, r"experiment.start_offsets.worker1: 120.0 s is not less than timeout \(120 s\)"),
+    ([1, 2], r"experiment.start_offsets: \[1, 2\]; give \{host: seconds\}"),
+])
+def test_bad_start_offsets_are_named(offsets, message):
+    with pytest.raises(ExperimentError, match=message):
+        plan({"name": "c", "start_offsets": offsets}, GROUPS, HOSTVARS)
+
+
+def test_start_offsets_in_milliseconds_and_not_with_a_job():
+    p = plan({"name": "c", "start_offsets": {"worker2": "500ms", "worker3": 1.5}}, GROUPS, HOSTVARS)
+    assert {f.src: f.start_offset for f in p.rounds[0].flows()} == {"worker1": 0.0, "worker2": 0.5, "worker3": 1.5}
+    with pytest.raises(ExperimentError, match=r"^experiment.start_offsets: a job's traffic is its collectives"):
+        plan({"name": "j", "job": JOB, "start_offsets": {"worker2": 1}}, GROUPS, NETNS)
