@@ -45,7 +45,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 LAB_VARS    ?=
 LAB_EXTRA    = $(if $(strip $(LAB_VARS)),-e '$(LAB_VARS)')
 
-.PHONY: help setup setup-test bpf congestion-demo convergence demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo \
+.PHONY: help setup setup-test bpf congestion-demo convergence demo job sweep test lab-up lab-down units integration molecule sanity lint vmlab-demo vmlab-job \
         benchmarks build install-check render vmlab-setup vmlab-image vmlab-proof vmlab-up vmlab-down vmlab-test \
         history history-rebuild history-export compare fabric-demo fabric-seeds census test-matrix docs release ee clean clean-matrix clean-runs \
         clean-vmlab
@@ -204,6 +204,10 @@ vmlab-proof: vmlab-image ## boot two QEMU guests, prove soft-RoCE, netdevsim SR-
 vmlab-demo: vmlab-image ## the seed's barrier step with real verbs (soft-RoCE, perftest, tc) on the VM lab, then stop it
 	@trap 'ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_down.yml >/dev/null' EXIT INT TERM; \
 	  ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_demo.yml
+
+vmlab-job: vmlab-image ## a training job over RDMA verbs and over TCP beside perftest's transfers, on the VM lab
+	@trap 'ansible-playbook -i inventories/vmlab-job/hosts.yml playbooks/vmlab_down.yml >/dev/null' EXIT INT TERM; \
+	  ansible-playbook -i inventories/vmlab-job/hosts.yml playbooks/vmlab_job.yml
 
 vmlab-up: vmlab-image ## boot the VM lab (and leave it up)
 	ansible-playbook -i inventories/vmlab/hosts.yml playbooks/vmlab_up.yml

@@ -81,10 +81,38 @@ options:
     description: The step's name, carried into the results.
     type: str
   engine:
-    description: The flow engine of every flow of the step.
+    description:
+      - The flow engine of every flow of the step.
+      - V(verbs) runs a job program (O(program)) with its data in RDMA verbs RC queue pairs (an RDMA WRITE WITH
+        IMMEDIATE per message, completions through a completion channel, nothing spinning), on the device of
+        O(verbs); it needs pyverbs in the host's Python. It runs no flows or servers (docs/jobs-host.md).
     type: str
     default: tcp
-    choices: [tcp, perftest]
+    choices: [tcp, perftest, verbs]
+  verbs:
+    description: With O(engine=verbs), the RDMA device the program's queue pairs use.
+    type: dict
+    default: {}
+    version_added: 0.5.0
+    suboptions:
+      device:
+        description: The RDMA device (C(mlx5_0), C(rxe0)); required with O(state=started).
+        type: str
+      ib_port:
+        description: Its port.
+        type: int
+        default: 1
+      gid_index:
+        description:
+          - The GID index of the queue pairs' address. Default, the port's RoCE v2 GID of the program's listen
+            address, else 0 (an InfiniBand port).
+        type: int
+      qp_timeout:
+        description:
+          - The queue pairs' retransmission timeout, 4.096 us x 2^N (perftest's C(-u)). The VM lab's CPU-bound guests
+            need 18 (docs/vmlab.md).
+        type: int
+        default: 14
   perftest:
     description: With O(engine=perftest), the perftest options of every flow and server of this host.
     type: dict

@@ -44,6 +44,18 @@ python3 tests/vmlab/check_demo.py "$(ls -d "$demo_runs"/*/report.json | head -n1
 python3 tests/integration/validate_reports.py "$demo_runs"
 rm -rf "$demo_runs"
 echo "vmlab: playbooks/vmlab_demo.yml passed in $((SECONDS - ts)) s"
+# A job over RDMA verbs (pyverbs RC queue pairs) and the same over TCP, beside perftest's transfers of one iteration
+# (make vmlab-job): the guests are both ranks (inventories/vmlab-job).
+ts=$SECONDS
+job_runs=$(mktemp -d)
+AIFABRIC_RUNS_DIR="$job_runs" ansible-playbook -i inventories/vmlab-job/hosts.yml playbooks/vmlab_job.yml \
+  -e vmlab_job_size=8MB -e vmlab_job_chunks=8 -e vmlab_job_iterations=3 > "$AIFABRIC_VMLAB_CACHE/job.log" 2>&1 \
+  || { tail -60 "$AIFABRIC_VMLAB_CACHE/job.log"; exit 1; }
+python3 tests/vmlab/check_job.py "$(ls -d "$job_runs"/*/report.json | head -n1)" 8000000 8 3 \
+  || { sed -n '/BARRIER REPORT/,$p' "$AIFABRIC_VMLAB_CACHE/job.log" | head -80; exit 1; }
+python3 tests/integration/validate_reports.py "$job_runs"
+rm -rf "$job_runs"
+echo "vmlab: playbooks/vmlab_job.yml passed in $((SECONDS - ts)) s"
 # The hardware modules against the guests' real kernels, each with its log kept in the cache on failure.
 run_pb() {
   local pb=$1 name ts=$SECONDS

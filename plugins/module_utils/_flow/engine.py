@@ -206,14 +206,15 @@ def send(engine: FlowEngine, spec: FlowSpec) -> dict:
 
 
 def engine_class(name):
-    """The engine class called ``name`` (tcp or perftest). Imported on demand: a module's zip has no bytecode, so
-    every task compiles what it imports, and a 32-host step should not compile perftest's engine 33 times for TCP."""
+    """The engine class called ``name`` (tcp or perftest; verbs, which runs job programs only, has the tcp engine's
+    rendezvous). Imported on demand: a module's zip has no bytecode, so every task compiles what it imports, and a
+    32-host step should not compile perftest's engine 33 times for TCP."""
     if name == "perftest":
         from .perftest import PerftestEngine
 
         return PerftestEngine
-    if name == "tcp":
+    if name in ("tcp", "verbs"):
         from .tcp import TcpEngine
 
         return TcpEngine
-    raise FlowError("engine: %r is not an engine; use tcp or perftest" % (name,))
+    raise FlowError("engine: %r is not an engine; use tcp, perftest or verbs" % (name,))

@@ -907,12 +907,16 @@ class ProgramFlow(ClientFlow):
         elif key in self._ins:
             self._refuse(hello, "a second connection from %s for channel %d" % (name, channel), name, channel)
         else:
-            try:
-                hello.sock.send(b"OK")
-            except OSError:
-                hello.sock.close()
-                return
-            self._ins[key] = _In(self, hello, name, channel)
+            self._accept(hello, name, channel)
+
+    def _accept(self, hello, name, channel):
+        """An expected connection's hello was good: admit it (``VerbsProgramFlow`` adds its queue pair's exchange)."""
+        try:
+            hello.sock.send(b"OK")
+        except OSError:
+            hello.sock.close()
+            return
+        self._ins[(name, channel)] = _In(self, hello, name, channel)
 
     def _refuse(self, hello, reason, name=None, channel=None):
         self._unwatch(hello)

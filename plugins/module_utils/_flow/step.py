@@ -87,6 +87,8 @@ def preload(part):
     engine_class(part.engine)
     if part.program is not None:
         from . import program as _program  # noqa: F401  pylint: disable=unused-import
+        if part.engine == "verbs":
+            from . import verbs as _verbs  # noqa: F401  pylint: disable=unused-import
     if part.counters and part.counters.get("qdiscs"):
         from .. import _tc  # noqa: F401  pylint: disable=unused-import
 
@@ -111,6 +113,7 @@ class HostPart:
     step: str | None = None
     owner: dict | None = None  # the experiment that holds this part (module_utils/_owner.py), kept in its PID file
     program: object = None  # the host's job program (program_spec.Program, docs/job-contract.md section 1), or None
+    verbs: dict | None = None  # engine verbs: the program's RDMA device {device, ib_port, gid_index, qp_timeout}
 
     @property
     def run(self):
@@ -169,9 +172,14 @@ class _Daemon:
         # result is the host's "program" part, not one of its clients
         self.program = None
         if part.program is not None:
-            from .program import ProgramFlow
-            self.program = ProgramFlow(part.program, part.token, part.party, listener=program_listener,
-                                       timeout=part.timeout)
+            if part.engine == "verbs":  # its data in RC queue pairs (verbs.py)
+                from .verbs import VerbsProgramFlow
+                self.program = VerbsProgramFlow(part.program, part.token, part.party, listener=program_listener,
+                                                timeout=part.timeout, **(part.verbs or {}))
+            else:
+                from .program import ProgramFlow
+                self.program = ProgramFlow(part.program, part.token, part.party, listener=program_listener,
+                                           timeout=part.timeout)
             self.flows.append(self.program)
         self.fired = [None] * len(self.flows)
         self.fire_event = threading.Event()
@@ -442,6 +450,11 @@ def start(part, state_dir, close=()):
     coordinator cannot listen (with the reason), before anything is started. ``close``: descriptors the daemon
     must not keep (see daemon.spawn)."""
     preload(part)
+    if part.engine == "verbs":  # said by the module's task, before the daemon forks
+        from .verbs import pyverbs_missing
+        missing = pyverbs_missing()
+        if missing:
+            raise OSError(missing)
     engine = engine_class(part.engine)()
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
     result_path, pid_path = step_paths(state_dir, part.run, part.party)

@@ -72,7 +72,13 @@ def module_args():
         party=dict(type="str"),
         token=dict(type="str", required=True, no_log=True),
         step=dict(type="str"),
-        engine=dict(type="str", default="tcp", choices=["tcp", "perftest"]),
+        engine=dict(type="str", default="tcp", choices=["tcp", "perftest", "verbs"]),
+        verbs=dict(type="dict", default={}, options=dict(
+            device=dict(type="str"),
+            ib_port=dict(type="int", default=1),
+            gid_index=dict(type="int"),
+            qp_timeout=dict(type="int", default=14),
+        )),
         perftest=dict(type="dict", default={}, options=perftest_argument_spec()),
         tcp=dict(type="dict", default={}, options=dict(
             ecn=dict(type="str", choices=list(ECN_SYSCTL)),
@@ -189,6 +195,8 @@ def build_part(params):
         if not perftest.device:
             raise FlowError("perftest.device: the perftest engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
     tcp = _tcp_options(params.get("tcp"), params["engine"])
+    verbs = _verbs_options(params.get("verbs"), params["engine"], params.get("program"), params["servers"],
+                           params["clients"], params["state"] == "started")
     grace = rdv["result_grace"] = float(_step.GRACE if rdv.get("result_grace") is None else rdv["result_grace"])
     if not (math.isfinite(grace) and 0 <= grace <= 3600):
         raise FlowError("rendezvous.result_grace: %r; give seconds from 0 to 3600 (how long past the timeout the "
@@ -197,7 +205,8 @@ def build_part(params):
                           rendezvous=rdv, arm_timeout=params["arm_timeout"], timeout=params["timeout"],
                           step=params.get("step"), counters=params.get("counters"),
                           owner=_owner(params.get("owner")),
-                          program=_program(params.get("program"), params["party"], parties, params["engine"]))
+                          program=_program(params.get("program"), params["party"], parties, params["engine"]),
+                          verbs=verbs)
     for i, srv in enumerate(params["servers"]):
         where = "servers[%d]" % i
         if srv["expected_clients"] < 1:
@@ -255,14 +264,39 @@ def build_part(params):
     return part
 
 
+def _verbs_options(value, engine, program, servers, clients, starting):
+    """The verbs engine's device options (``VerbsProgramFlow``'s), or None with another engine. ``starting``: the
+    part is started now (collecting, watching or stopping a step needs no device)."""
+    if engine != "verbs":
+        return None
+    value = value or {}
+    if servers or clients:
+        raise FlowError("engine: verbs runs a job program (its data in RC queue pairs); flows and servers are the tcp "
+                        "and perftest engines'; give program alone, or another engine")
+    if not starting:
+        return dict(value)
+    if not value.get("device"):
+        raise FlowError("verbs.device: the verbs engine needs the RDMA device (e.g. mlx5_0 or rxe0)")
+    if not 1 <= value.get("ib_port", 1) <= 255:
+        raise FlowError("verbs.ib_port: %r is not a port number (1-255)" % (value.get("ib_port"),))
+    if value.get("gid_index") is not None and not 0 <= value["gid_index"] <= 255:
+        raise FlowError("verbs.gid_index: %r is not a GID index (0-255)" % (value["gid_index"],))
+    if not 0 <= value.get("qp_timeout", 14) <= 31:
+        raise FlowError("verbs.qp_timeout: %r; give 0-31 (4.096 us x 2^N, as perftest's -u)" % (value["qp_timeout"],))
+    if program is None:
+        raise FlowError("program: the verbs engine runs a job program; give program (or parts[].program)")
+    return {"device": value["device"], "ib_port": value.get("ib_port", 1), "gid_index": value.get("gid_index"),
+            "qp_timeout": value.get("qp_timeout", 14)}
+
+
 def _program(value, party, parties, engine):
     """The host's job program (docs/job-contract.md section 1) parsed, or None; FlowError names the field."""
     if value is None:
         return None
-    if engine != "tcp":
-        raise FlowError("program: a job program runs on the hosts' own executor over TCP, and the %s engine runs one "
-                        "transfer per process (a chained program would pay a process launch per operation); give "
-                        "engine=tcp for a program" % engine)
+    if engine not in ("tcp", "verbs"):
+        raise FlowError("program: a job program runs on the hosts' own executor, over TCP (engine tcp) or RDMA verbs "
+                        "(engine verbs), and the %s engine runs one transfer per process (a chained program would "
+                        "pay a process launch per operation); give engine=tcp or engine=verbs for a program" % engine)
     program = parse_program(value)
     if program.listen is not None and program.listen.address in ("0.0.0.0", "::"):
         raise FlowError("program.listen.address: %s would listen on every interface; give this host's lab address"

@@ -19,7 +19,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.convergence
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.counters import step_counters
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.ecn import step_ecn
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.events import report_events
-from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import analyze_fabric
+from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.fabric import analyze_fabric, relay_books
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.stats import (
     idle_share,
     mean_idle_share,
@@ -365,9 +365,10 @@ def _with_fabric(report, step):
 
 
 def _with_counters(report, step):
-    """What the wire and the queues saw beside the step: each host's before/after snapshots diffed, the books."""
+    """What the wire and the queues saw beside the step: each host's before/after snapshots diffed, the books (on a
+    fabric with the in-host relay, a NIC's books are what its rail link carried: the streams it relayed too)."""
     if step.counters:
-        report["counters"] = step_counters(report, step.counters)
+        report["counters"] = step_counters(report, step.counters, relays=relay_books(step))
         books = step_ecn(report, step)
         if books is not None:  # the switch's marked ports were snapshotted (experiment_switch_ecn)
             report["ecn"] = books

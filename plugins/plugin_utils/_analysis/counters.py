@@ -157,32 +157,72 @@ def nic_sentences(host, deltas):
 TOLERANCE = 0.005
 
 
-def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE, retrans_bytes=0):
+def byte_checks(app_bytes, deltas, interface, engine="tcp", tolerance=TOLERANCE, retrans_bytes=0, relayed=None):
     """The application's bytes against the interface's tx books and its qdisc's, headers added per packet, and the
     payload the kernel sent again (``retrans_bytes``: its retransmissions are on the wire and in both books; their
-    packets are in the packet counts already)."""
+    packets are in the packet counts already). ``relayed``: ``{sender: bytes}`` that the host forwarded out of the
+    interface for other NICs of its machine (the fabric lab's in-host relay): on the wire and in both books, their
+    packets in the counts too."""
     header = HEADERS_PER_PACKET.get(engine, HEADERS_PER_PACKET["tcp"])
+    relayed = {k: v for k, v in (relayed or {}).items() if v}
+    relayed_bytes = sum(relayed.values())
     checks = []
     sources = (("netdev %s tx" % interface, "netdev/%s/tx_bytes" % interface, "netdev/%s/tx_packets" % interface),
                ("qdisc %s" % interface, "qdisc/%s/qdisc/bytes" % interface, "qdisc/%s/qdisc/packets" % interface))
     for label, bytes_key, packets_key in sources:
-        if bytes_key not in deltas or packets_key not in deltas or not app_bytes:
+        if bytes_key not in deltas or packets_key not in deltas or not (app_bytes or relayed_bytes):
             continue
         counted, packets = deltas[bytes_key], deltas[packets_key]
         if not counted:
             continue
-        expected = app_bytes + packets * header + (retrans_bytes or 0)
+        expected = (app_bytes or 0) + packets * header + (retrans_bytes or 0) + relayed_bytes
         difference = counted / float(expected) - 1
-        checks.append({"counter": label, "bytes": counted, "packets": packets, "expected_bytes": expected,
-                       "headers_per_packet": header, "retrans_bytes": retrans_bytes or 0,
-                       "difference": round(difference, 6), "agrees": abs(difference) <= tolerance})
+        check = {"counter": label, "bytes": counted, "packets": packets, "expected_bytes": expected,
+                 "headers_per_packet": header, "retrans_bytes": retrans_bytes or 0,
+                 "difference": round(difference, 6), "agrees": abs(difference) <= tolerance}
+        if relayed:  # (only a relaying NIC's: every other check keeps its fields)
+            check.update(relayed_bytes=relayed_bytes, relayed_for=dict(sorted(relayed.items())))
+        checks.append(check)
     return checks
 
 
-def step_counters(step, snapshots):
+def _relayed_text(relayed_for):
+    """``+ 1000 bytes relayed for m1r1`` (several senders: each named with its bytes)."""
+    if len(relayed_for) == 1:
+        ((sender, count),) = relayed_for.items()
+        return "+ %d bytes relayed for %s" % (count, sender)
+    return "+ %d bytes relayed for %s" % (sum(relayed_for.values()), ", ".join(
+        "%s (%d)" % kv for kv in sorted(relayed_for.items())))
+
+
+def _relay_checks(delta, snap, book):
+    """A NIC's byte checks on a fabric with the in-host relay: its interface carried its own streams that left through
+    it and the streams it forwarded for its machine's other NICs (``book``: ``_analysis.fabric.relay_books``'), not
+    its own streams that left by a relay link (those are counted on the relay port: the path proof's)."""
+    by_relay = {k: v for k, v in book["by_relay"].items() if v}
+    checks = byte_checks(book["payload"], delta["deltas"], snap.get("interface") or "eth0",
+                         snap.get("engine") or "tcp", retrans_bytes=book["retrans"], relayed=book["relayed_for"])
+    for check in checks:
+        check["payload_bytes"] = book["payload"]
+        if by_relay:
+            check["by_relay_bytes"] = sum(by_relay.values())
+            check["by_relay"] = dict(sorted(by_relay.items()))
+        notes = []
+        if check.get("relayed_for"):
+            notes.append(_relayed_text(check["relayed_for"]))
+        if by_relay:
+            notes.append("%d bytes of its own left by %s, not through %s" % (
+                check["by_relay_bytes"], ", ".join(sorted(by_relay)), snap.get("interface") or "eth0"))
+        check["relay"] = "; ".join(notes)
+    return checks
+
+
+def step_counters(step, snapshots, relays=None):
     """The counters section of one step's report: per host what moved, the byte checks, and the verdict.
 
-    ``snapshots``: ``{host: {"before": snapshot, "after": snapshot, "interface": name}}``."""
+    ``snapshots``: ``{host: {"before": snapshot, "after": snapshot, "interface": name}}``. ``relays``: on a fabric
+    with the in-host relay, ``_analysis.fabric.relay_books``' answer: a NIC's books are then what its interface
+    carried by the plan (its own streams through it, plus those it relayed for its machine's other NICs)."""
     hosts, errors, congestion, disagreements, nic = {}, {}, {}, [], []
     by_host = {w["host"]: w for w in step.get("workers", [])}
     for host, snap in sorted(snapshots.items()):
@@ -191,23 +231,36 @@ def step_counters(step, snapshots):
             continue
         delta = diff(snap["before"], snap["after"])
         worker = by_host.get(host, {})
-        checks = byte_checks(worker.get("bytes"), delta["deltas"], snap.get("interface") or "eth0",
-                             snap.get("engine") or "tcp", retrans_bytes=worker.get("retrans_bytes") or 0) \
-            if worker.get("bytes") else []
+        book = (relays or {}).get(host)
+        if book is not None:
+            checks = _relay_checks(delta, snap, book)
+        else:
+            checks = byte_checks(worker.get("bytes"), delta["deltas"], snap.get("interface") or "eth0",
+                                 snap.get("engine") or "tcp", retrans_bytes=worker.get("retrans_bytes") or 0) \
+                if worker.get("bytes") else []
         hosts[host] = {"errors": delta["errors"], "congestion": delta["congestion"], "checks": checks,
                        "seconds": delta["seconds"]}
+        if book is not None and not checks and any(book["by_relay"].values()):
+            # every byte of its own left by a relay link: nothing of it on the interface its counters read
+            hosts[host]["relay"] = "all its %d bytes left by %s (proved on the relay port by the path proof), none " \
+                "through %s" % (sum(book["by_relay"].values()), ", ".join(sorted(
+                    k for k, v in book["by_relay"].items() if v)), snap.get("interface") or "eth0")
         nic.extend(nic_sentences(host, delta["deltas"]))
         errors.update({"%s:%s" % (host, k): v for k, v in delta["errors"].items()})
         congestion.update({"%s:%s" % (host, k): v for k, v in delta["congestion"].items()})
         for check in checks:
             if not check["agrees"]:
                 disagreements.append(
-                    "%s: the application moved %d bytes but %s counted %d (%+.2f%% from the %d expected with %d bytes "
-                    "of headers per packet%s)" % (host, worker["bytes"], check["counter"], check["bytes"],
-                                                  check["difference"] * 100, check["expected_bytes"],
-                                                  check["headers_per_packet"],
-                                                  " and %d bytes retransmitted" % check["retrans_bytes"]
-                                                  if check["retrans_bytes"] else ""))
+                    "%s: the application moved %d bytes%s but %s counted %d (%+.2f%% from the %d expected with %d "
+                    "bytes of headers per packet%s%s)" % (
+                        host, worker.get("bytes") or 0,
+                        " (%d through %s)" % (check["payload_bytes"], snap.get("interface") or "eth0")
+                        if check.get("by_relay_bytes") else "",
+                        check["counter"], check["bytes"], check["difference"] * 100, check["expected_bytes"],
+                        check["headers_per_packet"],
+                        " and %d bytes retransmitted" % check["retrans_bytes"] if check["retrans_bytes"] else "",
+                        (" " if check["relay"].startswith("+") else "; ") + check["relay"] if check.get("relay")
+                        else ""))
     slower = None
     if step.get("status") == "ok" and step.get("fair_step_s"):
         slower = step["step_s"] / step["fair_step_s"] - 1

@@ -23,7 +23,7 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._model.ecmp import ex
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate import ideal_completions, simulate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._model.simulate.solver import NUMPY_IMPORT_ERROR
 
-__all__ = ["analyze_fabric", "PROOF_BELOW", "PROOF_ABOVE", "PROOF_EMPTY"]
+__all__ = ["analyze_fabric", "relay_books", "PROOF_BELOW", "PROOF_ABOVE", "PROOF_EMPTY"]
 
 PROOF_BELOW = 0.01
 PROOF_ABOVE = 0.05
@@ -56,6 +56,52 @@ def _subflows(step, model):
                 "completion_s": flow.completion_s if flow.ok else None,
             })
     return out
+
+
+def relay_books(step):
+    """On a fabric with the in-host relay (links of tier ``relay``): what each NIC's own link to its rail carried by
+    the plan, the interface its host's counters read (None on any other fabric, or off the fabric lab: the books are
+    the host's own flows, as they always were).
+
+    ``{host: {"link": its link to its rail, "payload": the bytes of its own streams that left through it, "retrans":
+    their retransmitted bytes, "by_relay": {relay link: the bytes of its own streams that left by it instead},
+    "relayed_for": {sender: the bytes (retransmissions included) of that NIC's streams this one forwarded into its
+    rail}}}``. A stream's bytes are its flow's times its share, as the path proof reads them."""
+    links = (step.plan.fabric or {}).get("links") or {}
+    if not any(link.get("tier") == "relay" for link in links.values()):
+        return None
+    rail_link = {}
+    for name, link in links.items():
+        if link.get("tier") == "host":
+            src = Link.parse(name).src
+            if src != link.get("switch"):  # host->leaf (leaf->host is sent by the leaf)
+                rail_link[src] = name
+    books = {host: {"link": name, "payload": 0, "retrans": 0, "by_relay": {}, "relayed_for": {}}
+             for host, name in rail_link.items()}
+    for flow in step.flows:
+        crossing, left_by = {}, {}  # host -> the share of the flow through its rail link; relay link -> share
+        for sub in step.planned(flow).subflows:
+            names = [hop.link for hop in sub.path if hop.link in links]
+            for host, name in rail_link.items():
+                if name in names:
+                    crossing[host] = crossing.get(host, 0.0) + sub.share
+            if names and links[names[0]].get("tier") == "relay" and Link.parse(names[0]).src == flow.host:
+                left_by[names[0]] = left_by.get(names[0], 0.0) + sub.share
+        sent = flow.bytes or 0
+        retrans = int((flow.extra or {}).get("bytes_retrans") or 0)
+        for host, share in crossing.items():
+            book = books[host]
+            if host == flow.host:
+                book["payload"] += int(round(sent * share))
+                book["retrans"] += int(round(retrans * share))
+            else:
+                book["relayed_for"][flow.host] = book["relayed_for"].get(flow.host, 0) + int(
+                    round((sent + retrans) * share))
+        if flow.host in books:
+            for name, share in left_by.items():
+                by_relay = books[flow.host]["by_relay"]
+                by_relay[name] = by_relay.get(name, 0) + int(round(sent * share))
+    return books
 
 
 def _counter_delta(step, link):

@@ -18,11 +18,15 @@ from ansible_collections.aifabric.lab.plugins.module_utils._units import UnitErr
 from ansible_collections.aifabric.lab.plugins.plugin_utils._analysis.barrier import SCHEMA_VERSION
 from ansible_collections.aifabric.lab.plugins.plugin_utils._job import analysis as _figures
 
-__all__ = ["analyze_job_step", "ENGINE_NOTE"]
+__all__ = ["analyze_job_step", "ENGINE_NOTE", "VERBS_NOTE"]
 
 ENGINE_NOTE = ("the job's programs ran on the hosts' own executor over TCP: perftest runs one transfer per process, "
                "so a chained schedule over it would pay a process launch per operation (a job over perftest is "
                "refused)")
+VERBS_NOTE = ("the job's programs ran on the hosts' own executor over RDMA verbs (engine verbs): an RC queue pair per "
+              "connection, each message one RDMA WRITE WITH IMMEDIATE, completions through a completion channel; "
+              "perftest runs one transfer per process, so a chained schedule over it would pay a process launch per "
+              "operation")
 
 
 def _r(value, digits=6):
@@ -63,7 +67,8 @@ def analyze_job_step(step):
         report["start"] = step.start
     about = {"algorithm": list(job_plan.described), "iterations_planned": spec.iterations,
              "compute_ms": spec.compute_ms, "overlap": spec.overlap, "channels": spec.channels, "ranks": ranks,
-             "line_rate": plan.line_rate, "throttles": throttles, "engine_note": ENGINE_NOTE}
+             "line_rate": plan.line_rate, "throttles": throttles,
+             "engine_note": VERBS_NOTE if plan.engine == "verbs" else ENGINE_NOTE}
     programs = job_plan.programs(plan.hosts)
     if failed:
         report.update(status="failed", verdict="FAILED: %s" % "; ".join(

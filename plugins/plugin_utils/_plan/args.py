@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.perftest_cli import PerftestOptions
 from ansible_collections.aifabric.lab.plugins.module_utils._units import parse_rate
 from ansible_collections.aifabric.lab.plugins.plugin_utils._fabric.lab import lookup_id
-from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import PERFTEST_ARGS
+from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment import PERFTEST_ARGS, VERBS_ARGS
 from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import PlanError
 
 __all__ = ["host_args", "common_args", "batch_args", "throttle_args", "lookup_flows", "host_pairs", "preflight_args",
@@ -29,6 +29,7 @@ def host_args(the_plan, host, step, token, throttle=None):
     this_round = the_plan.round_of(step)
     part = this_round.part(host)
     perftest = the_plan.engine == "perftest"
+    rdma = the_plan.engine in ("perftest", "verbs")  # its adapter's counters beside the netdev's
     throttle = throttle or {}
     rate_limit = (throttle.get("flow_args") or {}).get("rate_limit")
     clients = []
@@ -64,7 +65,7 @@ def host_args(the_plan, host, step, token, throttle=None):
     if the_plan.counters:
         counters = {"interface": entry.interface, "netdevs": [entry.interface],
                     "qdiscs": [entry.interface] if throttle.get("mechanism") == "tc" else [],
-                    "rdma_devices": [entry.rdma_device] if perftest and entry.rdma_device else []}
+                    "rdma_devices": [entry.rdma_device] if rdma and entry.rdma_device else []}
         if perftest:  # a real NIC's PFC pauses per priority and their duration (none read as {}: docs/nic-qos.md)
             counters["ethtool"] = [entry.interface]
         else:  # the receiving namespace's CE-marked packets, the other end of the switch's marks (docs/congestion.md)
@@ -79,6 +80,8 @@ def host_args(the_plan, host, step, token, throttle=None):
         "engine": the_plan.engine,
         "perftest": dict({k: v for k, v in the_plan.perftest.items() if k in PERFTEST_ARGS},
                          device=entry.rdma_device) if perftest else {},
+        "verbs": dict({k: v for k, v in the_plan.verbs.items() if k in VERBS_ARGS},
+                      device=entry.rdma_device) if the_plan.engine == "verbs" else {},
         "tcp": dict(the_plan.tcp),
         "servers": servers,
         "clients": clients,
@@ -93,7 +96,7 @@ def host_args(the_plan, host, step, token, throttle=None):
     }
 
 
-_COMMON = ("token", "step", "engine", "perftest", "tcp", "rendezvous", "arm_timeout", "timeout", "interval",
+_COMMON = ("token", "step", "engine", "perftest", "verbs", "tcp", "rendezvous", "arm_timeout", "timeout", "interval",
            "strict_start", "start_tolerance")
 
 

@@ -95,7 +95,7 @@ class ExperimentError(PlanError):
 _KNOWN = {"name", "kind", "pattern", "workers", "volume", "steps", "throttles", "engine", "port", "timeout",
           "interval", "description", "perftest", "counters", "start_tolerance", "strict_start", "late_bound",
           "arm_timeout", "streams", "start_at", "coordinator", "control_port", "batch_start", "root", "expect",
-          "fabric", "job", "tcp", "result_grace", "labels", "start_offsets"}
+          "fabric", "job", "tcp", "result_grace", "labels", "start_offsets", "verbs"}
 _NOT_FOR_A_JOB = ("pattern", "volume", "root", "streams", "start_offsets")
 
 
@@ -110,6 +110,8 @@ PERFTEST_ARGS = ("tool", "ib_port", "gid_index", "msg_size", "qps", "rdma_cm",
 
 
 TCP_ECN = ("off", "on", "accept", "accecn")  # flow_step's tcp.ecn
+
+VERBS_ARGS = ("ib_port", "gid_index", "qp_timeout")  # flow_step's verbs options (the device is each host's)
 
 
 def _labels(value):
@@ -171,6 +173,27 @@ def _start_offsets(value, senders, timeout):
                                   % (host, seconds, timeout))
         out[host] = seconds
     return out
+
+
+def _verbs(value, engine):
+    """The experiment's ``verbs`` options (flow_step's ``verbs``, and ``rdma_mtu`` for the prediction: the RoCE
+    headers per RDMA MTU), checked; ``{}`` when not given."""
+    if value in (None, {}):
+        return {}
+    known = VERBS_ARGS + ("rdma_mtu",)
+    if not isinstance(value, dict) or set(value) - set(known):
+        raise ExperimentError("experiment.verbs: %r; give {%s}" % (value, ", ".join(known)))
+    if engine != "verbs":
+        raise ExperimentError("experiment.verbs: the verbs engine's options; give engine: verbs (and a job)")
+    limits = {"ib_port": (1, 255), "gid_index": (0, 255), "qp_timeout": (0, 31)}
+    for key, (low, high) in limits.items():
+        item = value.get(key)
+        if item is not None and (isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high):
+            raise ExperimentError("experiment.verbs.%s: %r; give a whole number from %d to %d" % (key, item, low, high))
+    if value.get("rdma_mtu", 1024) not in (256, 512, 1024, 2048, 4096):
+        raise ExperimentError("experiment.verbs.rdma_mtu: %r; the RDMA path MTU is 256, 512, 1024, 2048 or 4096 "
+                              "(soft-RoCE on a 1500-byte link: 1024)" % (value["rdma_mtu"],))
+    return {k: v for k, v in value.items() if v is not None}
 
 
 def _tcp(value, engine):
@@ -279,8 +302,12 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ExperimentError("experiment.timeout: %r; give seconds, more than 0" % (timeout,))
     engine = experiment.get("engine", "tcp")
-    if engine not in ("tcp", "perftest"):
-        raise ExperimentError("experiment.engine: %r; use tcp or perftest" % (engine,))
+    if engine not in ("tcp", "perftest", "verbs"):
+        raise ExperimentError("experiment.engine: %r; use tcp, perftest or verbs (a job's)" % (engine,))
+    if engine == "verbs" and job is None:
+        raise ExperimentError("experiment.engine: verbs runs a job's programs (their data in RDMA queue pairs); give "
+                              "job, or use engine perftest for flows over RDMA")
+    verbs = _verbs(experiment.get("verbs"), engine)
     perftest = experiment.get("perftest") or {}
     if not isinstance(perftest, dict) or set(perftest) - set(PERFTEST_ARGS) - {"rdma_mtu"}:
         raise ExperimentError("experiment.perftest: unknown option(s) %s; known: %s" % (
@@ -348,7 +375,7 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
             hosts[host] = Host(name=host, address=_address(hostvars, host), netns=_netns(hostvars, host),
                                interface=str(hv.get("experiment_interface") or hv.get("lab_interface") or interface),
                                rdma_device=(hv.get("lab_rdma_device") or rdma_device or None)
-                               if engine == "perftest" else None)
+                               if engine in ("perftest", "verbs") else None)
         return hosts[host]
 
     def path(src, dst):
@@ -420,13 +447,14 @@ def plan(experiment, groups, hostvars, line_rate="8gbit", mtu=9000, switch="swit
         start_tolerance=tolerance, streams=streams, interval=experiment.get("interval", 1.0),
         counters=bool(experiment.get("counters", True)), perftest=dict(experiment.get("perftest") or {}),
         # payload share of the wire when the plan knows it better than TCP's at the MTU (RoCE headers per RDMA MTU)
-        goodput_factor=roce_goodput(rdma_mtu) if engine == "perftest" else None, expect=expect,
+        goodput_factor=roce_goodput(verbs.get("rdma_mtu", 1024) if engine == "verbs" else rdma_mtu)
+        if engine in ("perftest", "verbs") else None, expect=expect,
         # Every host a namespace of the controller's machine (the netns lab): one task can start them all. Not for
         # perftest, whose RDMA device is set per host.
         batch_start=batch and engine == "tcp" and all(hosts[h].netns for h in participants),
         collective=Collective(name=pattern, ranks=len(workers), size=volume,
                               bus_factor=BUS_FACTOR[pattern](len(workers))) if pattern in COLLECTIVES else None,
-        fabric=fabric_spec, tcp=tcp, labels=labels)
+        fabric=fabric_spec, tcp=tcp, labels=labels, verbs=verbs)
     if job_spec is not None:
         the_plan.job = _job_plan(job, job_spec, workers, port, hosts, path)
     if fabric_spec:
@@ -447,11 +475,11 @@ def _check_job_fields(experiment):
                                   "so %s does not apply; remove it, or remove job to run a pattern" % (key, key))
     if experiment.get("kind", "barrier") != "barrier":
         raise ExperimentError("experiment.kind: %r; a job runs as kind barrier (remove kind)" % experiment["kind"])
-    if experiment.get("engine", "tcp") != "tcp":
-        raise ExperimentError("experiment.engine: %r; a job's programs run on the hosts' own executor over TCP. "
-                              "perftest runs one transfer per process, so a chained schedule over perftest would "
-                              "pay a process launch per operation (docs/jobs.md); use engine: tcp"
-                              % experiment["engine"])
+    if experiment.get("engine", "tcp") not in ("tcp", "verbs"):
+        raise ExperimentError("experiment.engine: %r; a job's programs run on the hosts' own executor, over TCP "
+                              "(engine tcp) or RDMA verbs (engine verbs). perftest runs one transfer per process, so a "
+                              "chained schedule over perftest would pay a process launch per operation "
+                              "(docs/jobs.md); use engine: tcp or verbs" % experiment["engine"])
     if experiment.get("fabric") is not None:
         raise ExperimentError("experiment.fabric: a job runs on the netns or the VM lab (the fabric lab's paths are "
                               "looked up per flow and source port, which a job's program connections do not have); "

@@ -387,6 +387,7 @@ class Plan:
     job: JobPlan | None = None  # a training job: the steps run its programs on the hosts (docs/jobs.md)
     tcp: dict = field(default_factory=dict)  # the tcp engine's kernel options: {ecn, congestion} (flow_step's tcp)
     labels: dict = field(default_factory=dict)  # the experiment's labels (a grid cell's coordinates), in the report
+    verbs: dict = field(default_factory=dict)  # engine verbs: {ib_port, gid_index, qp_timeout, rdma_mtu} (flow_step's)
 
     # -- derived --------------------------------------------------------------------------------------------------
     @property
@@ -458,6 +459,8 @@ class Plan:
             out["tcp"] = dict(self.tcp)
         if self.labels:  # (likewise)
             out["labels"] = dict(self.labels)
+        if self.verbs:  # (likewise)
+            out["verbs"] = dict(self.verbs)
         if views:
             out.update(participants=self.participants, throttled=self.throttled)
         return out
@@ -513,6 +516,7 @@ def _common(data):
         job=JobPlan.from_dict(data["job"]) if isinstance(data.get("job"), dict) else None,
         tcp=dict(data.get("tcp") or {}),
         labels=dict(data.get("labels") or {}),
+        verbs=dict(data.get("verbs") or {}),
     )
 
 

@@ -592,8 +592,9 @@ def test_a_bad_program_is_refused_naming_the_field(lab_factory, change, message)
 def test_a_program_over_perftest_is_refused_saying_why(lab_factory):
     lab = lab_factory(["sink", "w1"])
     programs = ring_programs(lab, ["sink", "w1"], iterations=1)
-    with pytest.raises(FlowError, match="program: a job program runs on the hosts' own executor over TCP, and the "
-                                        "perftest engine runs one transfer per process"):
+    with pytest.raises(FlowError, match=r"program: a job program runs on the hosts' own executor, over TCP \(engine "
+                                        r"tcp\) or RDMA verbs \(engine verbs\), and the perftest engine runs one "
+                                        r"transfer per process"):
         step_module.build_part(lab.params("w1", program=programs["w1"], engine="perftest",
                                           perftest={"device": "rxe0"}))
 
@@ -627,3 +628,42 @@ def test_a_flow_with_a_start_offset_fires_that_long_after_the_common_instant(lab
     # counted from the common instant: at least its offset plus its own duration
     assert w2["completion_s"] >= 0.5 + w2["duration_s"]
     assert wait_gone(lab.pids)
+
+
+def test_the_verbs_engine_takes_a_program_and_its_device(lab_factory):
+    """engine verbs: a job program whose data goes through RC queue pairs (verbs.py); its device options are checked
+    when the part is started, and flows or servers are refused (they are the tcp and perftest engines')."""
+    lab = lab_factory(["sink", "w1"])
+    programs = ring_programs(lab, ["sink", "w1"], iterations=1)
+    part = step_module.build_part(lab.params("w1", program=programs["w1"], engine="verbs",
+                                             verbs={"device": "rxe0", "ib_port": 1, "gid_index": None,
+                                                    "qp_timeout": 18}))
+    assert part.engine == "verbs" and part.verbs == {"device": "rxe0", "ib_port": 1, "gid_index": None,
+                                                     "qp_timeout": 18}
+    with pytest.raises(FlowError, match=r"verbs.device: the verbs engine needs the RDMA device"):
+        step_module.build_part(lab.params("w1", program=programs["w1"], engine="verbs", verbs={}))
+    with pytest.raises(FlowError, match=r"verbs.qp_timeout: 40; give 0-31"):
+        step_module.build_part(lab.params("w1", program=programs["w1"], engine="verbs",
+                                          verbs={"device": "rxe0", "qp_timeout": 40}))
+    with pytest.raises(FlowError, match=r"engine: verbs runs a job program"):
+        step_module.build_part(lab.params("w1", clients=[lab.client("w1")], engine="verbs",
+                                          verbs={"device": "rxe0"}))
+    with pytest.raises(FlowError, match=r"program: the verbs engine runs a job program; give program"):
+        step_module.build_part(lab.params("w1", engine="verbs", verbs={"device": "rxe0"}))
+    # collecting a verbs step needs no device
+    assert step_module.build_part(lab.params("sink", engine="verbs", state="collected")).verbs == {}
+
+
+def test_a_verbs_part_on_a_host_without_pyverbs_is_not_started_and_says_how(lab_factory, monkeypatch):
+    from ansible_collections.aifabric.lab.plugins.module_utils._flow import verbs
+
+    said = "the verbs engine needs pyverbs in the host's Python (No module named 'pyverbs'); Debian: apt install " \
+           "python3-pyverbs"
+    monkeypatch.setattr(verbs, "pyverbs_missing", lambda: said)
+    lab = lab_factory(["sink", "w1"])
+    programs = ring_programs(lab, ["sink", "w1"], iterations=1)
+    part = step_module.build_part(lab.params("w1", program=programs["w1"], engine="verbs", verbs={"device": "rxe0"}))
+    with pytest.raises(OSError, match=r"the verbs engine needs pyverbs in the host's Python .*apt install "
+                                      r"python3-pyverbs"):
+        _step.start(part, lab.state_dir)
+    assert not os.path.exists(lab.state_dir) or os.listdir(lab.state_dir) == []  # nothing was started

@@ -238,7 +238,13 @@ def test_a_job_plans_one_step_of_programs_on_the_workers_with_their_paths():
     ({"job": JOB, "pattern": "ring"}, r"^experiment.pattern: a job's traffic is its collectives"),
     ({"job": JOB, "volume": "1GB"}, r"^experiment.volume: a job's traffic is its collectives"),
     ({"job": JOB, "engine": "perftest"}, r"^experiment.engine: 'perftest'; a job's programs run on the hosts' own "
-                                         r"executor over TCP. perftest runs one transfer per process"),
+                                         r"executor, over TCP \(engine tcp\) or RDMA verbs \(engine verbs\). perftest "
+                                         r"runs one transfer per process"),
+    ({"job": JOB, "engine": "verbs", "verbs": {"qp_timeout": 40}}, r"^experiment.verbs.qp_timeout: 40; give a whole "
+                                                                   r"number from 0 to 31"),
+    ({"job": JOB, "engine": "verbs", "verbs": {"mtu": 1024}}, r"^experiment.verbs: \{'mtu': 1024\}; give \{ib_port, "
+                                                              r"gid_index, qp_timeout, rdma_mtu\}"),
+    ({"job": JOB, "verbs": {"qp_timeout": 18}}, r"^experiment.verbs: the verbs engine's options; give engine: verbs"),
     ({"job": JOB, "workers": 1}, r"^experiment.job: a job needs 2 workers or more"),
 ])
 def test_a_job_that_cannot_run_is_refused_before_anything_starts(change, message):
@@ -369,3 +375,23 @@ def test_start_offsets_in_milliseconds_and_not_with_a_job():
     assert {f.src: f.start_offset for f in p.rounds[0].flows()} == {"worker1": 0.0, "worker2": 0.5, "worker3": 1.5}
     with pytest.raises(ExperimentError, match=r"^experiment.start_offsets: a job's traffic is its collectives"):
         plan({"name": "j", "job": JOB, "start_offsets": {"worker2": 1}}, GROUPS, NETNS)
+
+
+def test_a_job_over_verbs_plans_each_worker_s_device_and_the_roce_wire():
+    """engine verbs: each worker's program with its RDMA device (lab_rdma_device) and the experiment's verbs options;
+    the prediction's payload share is RoCE's at the RDMA MTU; flows are refused (verbs runs a job's programs)."""
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._model.fair_share import roce_goodput
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.args import host_args
+    from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.model import Plan
+
+    hostvars = {h: dict(v, lab_rdma_device="rxe0") for h, v in HOSTVARS.items()}
+    p = plan({"name": "j", "job": JOB, "engine": "verbs", "verbs": {"qp_timeout": 18, "rdma_mtu": 2048}}, GROUPS,
+             hostvars)
+    assert p.engine == "verbs" and p.goodput_factor == roce_goodput(2048) and not p.batch_start
+    args = host_args(p, "worker2", "j", "t")
+    assert args["engine"] == "verbs" and args["verbs"] == {"qp_timeout": 18, "device": "rxe0"}
+    assert args["program"] is not None and args["perftest"] == {} and args["counters"]["rdma_devices"] == ["rxe0"]
+    assert Plan.from_dict(p.to_dict()).verbs == {"qp_timeout": 18, "rdma_mtu": 2048}
+    assert "verbs" not in plan({"name": "b"}, GROUPS, HOSTVARS).to_dict()
+    with pytest.raises(ExperimentError, match=r"^experiment.engine: verbs runs a job's programs"):
+        plan({"name": "b", "engine": "verbs"}, GROUPS, HOSTVARS)
