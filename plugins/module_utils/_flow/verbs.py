@@ -30,7 +30,7 @@ The device, its port, the GID (default: the port's RoCE v2 GID of the program's 
 path MTU (the port's active MTU) and the queue pairs' retransmission timeout (``qp_timeout``, as perftest's ``-u``)
 come from the ``verbs`` options. Every verbs call goes through ``Pyverbs`` (pyverbs: Debian's python3-pyverbs), so
 the transport's logic runs in the unit tests with a fabric of queue pairs in one process
-(tests/unit/plugins/module_utils/_flow/test_verbs.py) and on soft-RoCE in the VM lab (tests/vmlab).
+(tests/unit/plugins/module_utils/test_flow_verbs.py) and on soft-RoCE in the VM lab (tests/vmlab).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ VREPLY = struct.Struct("!4sIIH16sQIQ")  # the same, then the receive buffer's ad
 BYE = b"BY"
 MAX_BUFFER = 64 * 1024 * 1024  # the largest send or receive buffer registered (bigger messages: several WRITEs)
 RECV_DEPTH_MIN = 64  # receives posted per queue pair at least (each WRITE WITH IMMEDIATE takes one)
+LAST = 1 << 62  # set in the work request id of a message's last (signaled) WRITE
 
 _EPOLLIN, _EPOLLHUP, _EPOLLERR = _p._EPOLLIN, _p._EPOLLHUP, _p._EPOLLERR
 
@@ -218,14 +219,17 @@ class Pyverbs:
         self._call("moving a queue pair to RTS", qp.to_rts, rts)
 
     def post_write(self, qp, wr_id, nbytes, addr, rkey, size, imm):
-        """``nbytes`` into the peer's buffer (``addr``, ``rkey``, ``size`` bytes), the last WRITE with ``imm``."""
+        """``nbytes`` into the peer's buffer (``addr``, ``rkey``, ``size`` bytes), the last WRITE with ``imm``. Each
+        WRITE's work request id is ``wr_id`` with ``LAST`` set on the last one (the only signaled one: an adapter
+        still completes the others when they fail or are flushed)."""
         c, e = self._cls, self.e
         piece = max(1, min(self.send_size, size))
         left = nbytes
         while True:
             n = min(left, piece)
             last = n == left
-            wr = c["SendWR"](wr_id=wr_id, opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM if last else e.IBV_WR_RDMA_WRITE,
+            wr = c["SendWR"](wr_id=wr_id | (LAST if last else 0),
+                             opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM if last else e.IBV_WR_RDMA_WRITE,
                              num_sge=1, sg=[c["SGE"](self._smr.buf, n, self._smr.lkey)],
                              send_flags=e.IBV_SEND_SIGNALED if last else 0)
             if last:
@@ -340,6 +344,7 @@ class _Exchange:
         self.flow._unwatch(self)
         self.flow._exchanges.discard(self)
         self.closed = True
+        self.sock.close()
         self.flow._fatal = why
 
 
@@ -517,7 +522,10 @@ class _Completions:
         self.flow, self.fd, self.mask = flow, flow.verbs.fd, None
 
     def on_event(self, _ev):
-        self.flow.verbs.events()
+        try:
+            self.flow.verbs.events()
+        except VerbsError as exc:
+            raise _p._Failed(str(exc)) from None
         self.flow._poll_all()
 
 
@@ -596,15 +604,18 @@ class VerbsProgramFlow(_p.ProgramFlow):
         def done(data):
             magic, rqpn, rpsn, rlid, rgid, addr, rkey, size = VREPLY.unpack(data)
             if magic != VMAGIC:
+                dial.sock.close()
                 self._fatal = "%s answered the queue pairs' exchange with %r: not a verbs program server (is its " \
                               "engine verbs?)" % (dial.where(), magic)
                 return
             try:
                 self.verbs.connect(qp, psn, rqpn, rpsn, rlid, rgid, address)
             except VerbsError as exc:
+                dial.sock.close()
                 self._fatal = "%s: %s" % (dial.where(), exc)
                 return
             out = _VOut(self, dial.peer, dial.channel, dial.sock, qp, len(self._vouts), (addr, rkey, size))
+            self._by_qpn[qpn] = out
             self._vouts.append(out)
             self._outs[(dial.peer, dial.channel)] = out
             for j in out.sends:
@@ -639,12 +650,14 @@ class VerbsProgramFlow(_p.ProgramFlow):
                 self.verbs.post_recv(qp, vin.index, depth)
                 qpn, _psn, lid, gid = self.verbs.local(qp, psn, address)
             except VerbsError as exc:
+                hello.sock.close()
                 self._fatal = "%s (channel %d): %s" % (name, channel, exc)
                 return
             addr, rkey, size = self.verbs.receive_buffer()
             try:
                 hello.sock.sendall(VREPLY.pack(VMAGIC, qpn, psn, lid, gid, addr, rkey, size))
             except OSError as exc:
+                hello.sock.close()
                 self._fatal = "%s (channel %d): answering the queue pairs' exchange failed: %s" % (name, channel, exc)
                 return
             self._vins.append(vin)
@@ -666,26 +679,33 @@ class VerbsProgramFlow(_p.ProgramFlow):
         """Every completion the queue holds, each to its connection."""
         verbs = self.verbs
         while True:
-            wcs = verbs.poll(64)
+            try:
+                wcs = verbs.poll(64)
+            except VerbsError as exc:
+                raise _p._Failed(str(exc)) from None
             if not wcs:
                 return
             now = self.now() if self._mono0 is not None else 0.0
             for wr_id, status, opcode, byte_len, imm, qp_num in wcs:
-                recv = verbs.is_recv(opcode)
-                conn = self._by_qpn.get(qp_num) if recv else (self._vouts[wr_id] if wr_id < len(self._vouts)
-                                                              else None)
-                if not verbs.ok(status) and not recv and conn is not None and conn.bye and conn.unacked:
-                    # the peer said it had every message (its BY) and closed its queue pair: a retransmission of an
-                    # acknowledgement it had sent (lost on the way) finds nobody; the message was delivered
-                    conn.completed(now)
-                    continue
+                # by its queue pair, not its opcode (undefined in a completion with an error)
+                conn = self._by_qpn.get(qp_num)
+                recv = isinstance(conn, _VIn)
                 if not verbs.ok(status):
+                    if isinstance(conn, _VOut) and conn.bye and conn.unacked:
+                        # the peer said it had every message (its BY) and closed its queue pair: a retransmission of
+                        # an acknowledgement it had sent (lost on the way) finds nobody; the message was delivered.
+                        # (The adapter also completes a failed message's unsignaled WRITEs: the last one counts.)
+                        if wr_id & LAST:
+                            conn.completed(now)
+                        continue
                     where = conn.describe() if conn is not None else "queue pair %d" % qp_num
                     raise _p._Failed("the %s on %s failed: %s (the adapter's completion status; the queue pair is "
                                      "in error now)" % ("receive" if recv else "RDMA WRITE", where,
                                                         verbs.status_text(status)))
-                if conn is None:
-                    raise _p._Failed("a completion came for queue pair %d, which is none of this program's" % qp_num)
+                if conn is None or recv != verbs.is_recv(opcode):
+                    raise _p._Failed("a completion (opcode %d) came for queue pair %d, which is none of this "
+                                     "program's %s" % (opcode, qp_num, "receives" if verbs.is_recv(opcode) else
+                                                       "sends"))
                 if recv:
                     conn.arrived(imm, byte_len, now)
                 else:

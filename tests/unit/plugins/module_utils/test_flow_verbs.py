@@ -41,6 +41,8 @@ class Fabric:
         self.qps = {}
         self.next_qpn = 17
         self.fail_after = None  # fail the n-th WRITE WITH IMMEDIATE (a remote access error)
+        self.fail_recv_after = None  # fail the receive of the n-th (an error completion's opcode is undefined: 0)
+        self.delivered = 0
         self.writes = 0
 
 
@@ -118,8 +120,13 @@ class FakeVerbs:
         while peer.waiting and peer.recvs:
             sender, qp, wr_id, last, imm = peer.waiting.pop(0)
             recv_id = peer.recvs.pop(0)
-            peer.verbs._complete((recv_id, SUCCESS, RECV_WITH_IMM, last, imm, peer.qp_num))
-            sender._complete((wr_id, SUCCESS, WRITE, 0, 0, qp.qp_num))
+            fabric = sender.fabric
+            fabric.delivered += 1
+            if fabric.fail_recv_after is not None and fabric.delivered > fabric.fail_recv_after:
+                peer.verbs._complete((recv_id, REM_ACCESS_ERR, 0, 0, 0, peer.qp_num))
+            else:
+                peer.verbs._complete((recv_id, SUCCESS, RECV_WITH_IMM, last, imm, peer.qp_num))
+            sender._complete((wr_id | verbs_module.LAST, SUCCESS, WRITE, 0, 0, qp.qp_num))
 
     def post_recv(self, qp, wr_id, count):
         with self.fabric.lock:
@@ -335,3 +342,17 @@ def test_a_device_that_cannot_be_opened_leaves_the_program_not_armed_saying_why(
         flow.close()
     assert flow.result["error"] == ("not armed: opening the device (is it there: rdma link show) on rxe9 port 1: No "
                                     "such device") and flow.result["status"] == "error"
+
+
+def test_a_failed_receive_is_named_by_its_queue_pair_not_its_opcode():
+    """An error completion's opcode is undefined (rxe says 0, a send's): the receive is known by its queue pair."""
+    ports = {"a": free_port(), "b": free_port()}
+    a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 1000}]
+    b = [{"id": 0, "kind": "recv", "peer": "a", "bytes": 1000}]
+    flows, fabric = verbs_flows({"a": program("a", ports, a, iterations=2, timeout=5),
+                                 "b": program("b", ports, b, iterations=2, timeout=5)})
+    fabric.fail_recv_after = 1
+    results = run(flows)
+    assert results["b"]["status"] == "error" and results["b"]["bytes_received"] == 1000
+    assert results["b"]["error"] == ("the receive on a (channel 0, verbs) failed: remote access error (10) (the "
+                                     "adapter's completion status; the queue pair is in error now)")
