@@ -104,8 +104,9 @@ options:
         default: 1
       gid_index:
         description:
-          - The GID index of the queue pairs' address. Default, the port's RoCE v2 GID of the program's listen
-            address, else 0 (an InfiniBand port).
+          - The GID index of the queue pairs' address. Default, the port's RoCE v2 GID of the connection's local
+            address (a RoCE port without one fails the arming, naming the device, port and address); 0 on an
+            InfiniBand port.
         type: int
       qp_timeout:
         description:

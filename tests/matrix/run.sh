@@ -15,11 +15,15 @@
 #                               where sanity runs: every test on the whole tree on every version (all); on the whole
 #                               tree on the newest and on the shipped content on the others (shipped, the default); on
 #                               the ends alone (ends); nowhere (none)
-#   run.sh --units all|lean     the unit tests each version runs: all of them (the default), or, lean (make test),
+#   run.sh --units all|lean|none
+#                               the unit tests each version runs: all of them (the default), or, lean (make test),
 #                               the whole suite on the oldest version and on the first row of each controller Python
 #                               (.venv's Python counts as run: the unit tier), and on the other rows the tests that
 #                               reach ansible-core (the reaches_core mark, tests/unit/conftest.py): the plan, the
-#                               model and the analysis are the same code on every ansible-core, not on every Python
+#                               model and the analysis are the same code on every ansible-core, not on every Python;
+#                               or none: no unit tests, not even the host rows' (make test runs the matrix twice at
+#                               once: its units with --sanity none in the foreground, its sanity with --units none in
+#                               the background; --units none --sanity none builds or checks the venvs alone)
 #   run.sh 2.17.14 host-3.9 ... those rows alone
 # A version whose Pythons this machine lacks is skipped, and said so, in its line and in the table; so is a host
 # Python it lacks. Prints one line per step and a table at the end; exits 1 when a row failed (not when one was
@@ -58,7 +62,7 @@ while [ $# -gt 0 ]; do
     --row) row=${2:?--row ROW DIR} rowdir=${3:?--row ROW DIR}; shift 2 ;;
     --sanity) sanity_mode=${2:?--sanity all, shipped, ends or none}; shift ;;
     --sanity=*) sanity_mode=${1#--sanity=} ;;
-    --units) units_mode=${2:?--units all or lean}; shift ;;
+    --units) units_mode=${2:?--units all, lean or none}; shift ;;
     --units=*) units_mode=${1#--units=} ;;
     host-*) hosts+=("${1#host-}") ;;
     *) grep -qx -- "$1" <<<"$listed" \
@@ -69,7 +73,7 @@ while [ $# -gt 0 ]; do
 done
 case "$sanity_mode" in all|shipped|ends|none) ;; *) echo "matrix: --sanity $sanity_mode: use all, shipped, ends or none"
   exit 2 ;; esac
-case "$units_mode" in all|lean) ;; *) echo "matrix: --units $units_mode: use all or lean"; exit 2 ;; esac
+case "$units_mode" in all|lean|none) ;; *) echo "matrix: --units $units_mode: use all, lean or none"; exit 2 ;; esac
 if [ -z "$row" ] && [ ${#versions[@]} -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
   mapfile -t versions <<<"$listed"
   read -r -a hosts <<<"$HOST_PYTHONS"
@@ -119,7 +123,18 @@ sanity_in() {   # sanity_in VENV LOG [HOSTS [TARGETS...]]: controller sanity (on
   return $rc
 }
 
-version_row() {   # one ansible-core version: its venv, sanity where asked, the units
+venv_ready() {   # venv_ready VERSION VENV STAMP PYTHON: builds the venv unless its stamp is there
+  local v=$1 venv=$2 stamp=$3 python=$4 start=$SECONDS
+  [ ! -e "$stamp" ] || return 0
+  rm -rf "$venv"
+  # the collection's pins without .venv's ansible-core: this venv's ansible-core is the matrix's
+  "$python" -m venv "$venv" && grep -v '^ansible-core==' constraints.txt > "$venv/constraints.txt" \
+    && "$venv/bin/pip" install -q --disable-pip-version-check -c "$venv/constraints.txt" -r requirements.txt \
+         "ansible-core==$v" "$pytest_pin" $report_pins \
+    && touch "$stamp" && echo "ansible-core $v: venv built in $((SECONDS - start)) s"
+}
+
+version_row() {   # one ansible-core version: its venv, the units and sanity where asked
   local v=$1
   line=$(grep -E "^$v[[:space:]]" <<<"$matrix")
   read -r _ prefs supported <<<"$line"
@@ -138,17 +153,12 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
   start=$SECONDS
   stamp="$venv/.aifabric-$(cat requirements.txt constraints.txt <(echo "$pytest_pin $report_pins $python $("$python" -VV)") \
     | sha256sum | cut -c1-12)"
-  if [ ! -e "$stamp" ]; then
-    rm -rf "$venv"
-    # the collection's pins without .venv's ansible-core: this venv's ansible-core is the matrix's
-    if ! { "$python" -m venv "$venv" && grep -v '^ansible-core==' constraints.txt > "$venv/constraints.txt" \
-           && "$venv/bin/pip" install -q --disable-pip-version-check -c "$venv/constraints.txt" -r requirements.txt \
-                "ansible-core==$v" "$pytest_pin" $report_pins; }; then
-      echo "ansible-core $v: its venv could not be built ($venv)"
-      failed=$((failed + 1)); rows+=("$v|$pyv|venv FAILED|venv FAILED|$((SECONDS - start))|"); return
-    fi
-    touch "$stamp"
-    echo "ansible-core $v: venv built in $((SECONDS - start)) s"
+  # One builder at a time per venv (make test runs two invocations at once, one for the units and one for sanity, and
+  # builds or checks the venvs before them: --units none --sanity none): the other waits, then finds the stamp.
+  mkdir -p "$venvs"
+  if ! { flock 9 && venv_ready "$v" "$venv" "$stamp" "$python"; } 9> "$venvs/.ansible-core-$v.lock"; then
+    echo "ansible-core $v: its venv could not be built ($venv)"
+    failed=$((failed + 1)); rows+=("$v|$pyv|venv FAILED|venv FAILED|$((SECONDS - start))|"); return
   fi
   got=$("$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)')
   if [ "$got" != "$v" ]; then
@@ -164,19 +174,23 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
   if newer "$v" "$host_core"; then host_core_venv=$venv host_core=$v; fi
   # The units first: they mostly wait (sockets, timers, child processes), so another row's sanity, which is CPU and
   # runs one at a time (tests/sanity/run.sh's lock), goes on beside them instead of this row waiting for the lock.
-  start=$SECONDS
-  marks="not needs_root" scope=
-  if [ "${MATRIX_UNITS_SCOPE:-all}" = core ]; then
-    marks="reaches_core and not needs_root"
-    scope=" of those reaching ansible-core (Python $(minor_of "$python")'s whole suite runs in another row)"
+  units=- units_s='' summary=''
+  if [ "$units_mode" != none ]; then
+    start=$SECONDS
+    marks="not needs_root" scope=
+    if [ "${MATRIX_UNITS_SCOPE:-all}" = core ]; then
+      marks="reaches_core and not needs_root"
+      scope=" of those reaching ansible-core (Python $(minor_of "$python")'s whole suite runs in another row)"
+    fi
+    if PATH="$venv/bin:$PATH" "${units_ns[@]}" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" \
+        tests/unit > "$venv/units.log" 2>&1; then units=passed
+    else units=FAILED; tail -40 "$venv/units.log"; fi
+    units_s=$((SECONDS - start))
+    summary=$(tail -n1 "$venv/units.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
+    echo "ansible-core $v: units $units in $units_s s ($summary$scope)"
+    [ -z "$scope" ] || summary="$summary, reaching ansible-core"
+    summary=": $summary"
   fi
-  if PATH="$venv/bin:$PATH" "${units_ns[@]}" "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" tests/unit \
-      > "$venv/units.log" 2>&1; then units=passed
-  else units=FAILED; tail -40 "$venv/units.log"; fi
-  units_s=$((SECONDS - start))
-  summary=$(tail -n1 "$venv/units.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
-  echo "ansible-core $v: units $units in $units_s s ($summary$scope)"
-  [ -z "$scope" ] || summary="$summary, reaching ansible-core"
   sanity=-; sanity_s=
   ends=0; [ "$v" = "$oldest" ] || [ "$v" = "$newest" ] && ends=1
   targets=()   # the whole tree
@@ -202,11 +216,14 @@ version_row() {   # one ansible-core version: its venv, sanity where asked, the 
       "Pythons $(grep -oE '^Running sanity test "[a-z-]+" on Python [0-9.]+' "$venv/sanity.log" | awk '{print $NF}' \
       | sort -uV | paste -sd' '), log $venv/sanity.log)"
   fi
-  [ "$sanity" != FAILED ] && [ "$units" = passed ] || failed=$((failed + 1))
-  rows+=("$v|$pyv|$sanity|$units: $summary|$sanity_s|$units_s")
+  if [ "$units_mode" = none ] && [ "${targets[*]:-}" = none ]; then
+    echo "ansible-core $v: venv ready (neither units nor sanity asked for)"
+  fi
+  [ "$sanity" != FAILED ] && [ "$units" != FAILED ] || failed=$((failed + 1))
+  rows+=("$v|$pyv|$sanity|$units$summary|$sanity_s|$units_s")
 }
 
-host_row() {   # one host Python: compile and import, the host-side units
+host_row() {   # one host Python: compile and import (unless --sanity none), the host-side units (unless --units none)
   local h=$1
   echo; echo "=== host Python $h"
   if ! found=$(bash tests/matrix/find-python.sh "$h"); then
@@ -219,23 +236,33 @@ host_row() {   # one host Python: compile and import, the host-side units
     return
   fi
   core=$host_core
-  log="$root/.matrix/host-python-$h.sanity.log"
   mkdir -p "$root/.matrix"
-  start=$SECONDS
-  if PATH="$host_core_venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" \
-      > "$log" 2>&1; then sanity=passed
-  else sanity=FAILED; tail -40 "$log"; fi
-  sanity_s=$((SECONDS - start))
-  echo "host Python $h: sanity (compile, import; ansible-test $core) $sanity in $sanity_s s (log $log)"
-  start=$SECONDS
-  log="$root/.matrix/host-python-$h.units.log"
-  if PATH="$host_core_venv/bin:$PATH" bash tests/matrix/host-units.sh "$h" > "$log" 2>&1; then units=passed
-  else units=FAILED; tail -40 "$log"; fi
-  units_s=$((SECONDS - start))
-  summary=$(tail -n1 "$log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
-  echo "host Python $h: units (module_utils of ansible-core $core) $units in $units_s s ($summary)"
-  [ "$sanity" = passed ] && [ "$units" = passed ] || failed=$((failed + 1))
-  rows+=("host $h|$("$found" -V | cut -d' ' -f2)|compile, import: $sanity|$units: $summary|$sanity_s|$units_s")
+  sanity=- sanity_s=''
+  if [ "$sanity_mode" != none ]; then
+    log="$root/.matrix/host-python-$h.sanity.log"
+    start=$SECONDS
+    if PATH="$host_core_venv/bin:$PATH" bash tests/sanity/run.sh --host-python "$h" \
+        > "$log" 2>&1; then sanity=passed
+    else sanity=FAILED; tail -40 "$log"; fi
+    sanity_s=$((SECONDS - start))
+    echo "host Python $h: sanity (compile, import; ansible-test $core) $sanity in $sanity_s s (log $log)"
+  fi
+  units=- units_s='' summary=''
+  if [ "$units_mode" != none ]; then
+    start=$SECONDS
+    log="$root/.matrix/host-python-$h.units.log"
+    if PATH="$host_core_venv/bin:$PATH" bash tests/matrix/host-units.sh "$h" > "$log" 2>&1; then units=passed
+    else units=FAILED; tail -40 "$log"; fi
+    units_s=$((SECONDS - start))
+    summary=$(tail -n1 "$log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ (deselected|warnings?)//g')
+    echo "host Python $h: units (module_utils of ansible-core $core) $units in $units_s s ($summary)"
+    summary=": $summary"
+  fi
+  if [ "$sanity_mode" = none ] && [ "$units_mode" = none ]; then
+    echo "host Python $h: $found (neither units nor compile and import asked for)"
+  fi
+  [ "$sanity" != FAILED ] && [ "$units" != FAILED ] || failed=$((failed + 1))
+  rows+=("host $h|$("$found" -V | cut -d' ' -f2)|compile, import: $sanity|$units$summary|$sanity_s|$units_s")
 }
 
 # One row alone (run.sh --row ROW DIR, as the pool below starts it): its lines on stdout, its table row, what it
@@ -253,8 +280,9 @@ fi
 # namespace of their own (unshare --net, its loopback up, and /sys mounted again as ip netns exec does, so that
 # /sys/class/net is that namespace's: MATRIX_UNITS_NS), so that two rows' tests binding the same loopback port never
 # meet (the venvs are built outside it: pip needs the index); otherwise (not root, no unshare,
-# MATRIX_JOBS=1) one row at a time. ansible-test sanity, which is CPU, runs one at a time per Python (a lock in
-# tests/sanity/run.sh), and a row runs its units before it. The rows' output is printed in the matrix's order once they have all ended.
+# MATRIX_JOBS=1) one row at a time (--units none: no unit tests, so the rows go side by side without a namespace).
+# ansible-test sanity, which is CPU, runs one at a time per Python (a lock in tests/sanity/run.sh), and a row runs its
+# units before it. The rows' output is printed in the matrix's order once they have all ended.
 mkdir -p "$root/.matrix"
 rowdir=$(mktemp -d "$root/.matrix/rows.XXXXXX")
 trap 'rm -rf "$rowdir"' EXIT
@@ -263,7 +291,7 @@ isolated=
 if [ "$jobs_max" -gt 1 ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null \
     && unshare --net --mount true 2>/dev/null; then
   isolated=1
-else
+elif [ "$units_mode" != none ]; then
   jobs_max=1
 fi
 order=()
@@ -273,7 +301,9 @@ for h in "${hosts[@]}"; do
   # the host rows lend .venv's ansible-test; without a .venv, the newest matrix venv's, once it is built
   if [ -n "$host_core_venv" ]; then order+=("host-$h"); else late+=("host-$h"); fi
 done
-echo "matrix: ${#order[@]} row(s), $jobs_max at a time$([ -n "$isolated" ] && echo ", each one's unit tests in a netns")"
+echo "matrix: ${#order[@]} row(s), $jobs_max at a time$([ -n "$isolated" ] && [ "$units_mode" != none ] \
+  && echo ", each one's unit tests in a netns")$([ "$units_mode" = none ] && echo ", no unit tests (--units none)")$(
+  [ "$sanity_mode" = none ] && echo ", no sanity (--sanity none)")"
 start_pool=$SECONDS
 # --units lean: which versions run the whole unit suite (the oldest, and the first row of each controller Python that
 # neither .venv nor an earlier row runs it on) and which the tests reaching ansible-core alone
@@ -296,7 +326,7 @@ run_rows() {
     while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
     MATRIX_UNITS_SCOPE=${scope_of[$r]:-all} HOST_CORE_VENV=$host_core_venv HOST_CORE=$host_core MATRIX_UNITS_NS=$isolated \
       bash "$root/tests/matrix/run.sh" --row "$r" "$rowdir" $([ "$skip_current" = 1 ] && echo --skip-current) \
-      --sanity "$sanity_mode" > "$rowdir/$r.out" 2>&1 &
+      --sanity "$sanity_mode" --units "$units_mode" > "$rowdir/$r.out" 2>&1 &
   done
   wait
 }

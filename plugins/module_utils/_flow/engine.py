@@ -12,6 +12,10 @@ Engines never call ``fail_json``: a flow that did not complete is a *result* wit
 
 Lateness is measured, not refused: ``late_s`` is the start minus the instant, and the completion counts from the
 instant, so a late start is inside the figure. Only ``strict_start`` refuses a flow later than ``start_tolerance``.
+
+A client flow with a ``start_offset`` (a step's late joiner) is fired with the step's common instant like every other
+flow and starts that long after it, at its own instant (``own_instant``): its ``late_s`` is against its own instant,
+its completion counts from the common one (the barrier is the common one), and its result says ``start_offset_s``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from datetime import datetime
 from .perftest_cli import PerftestOptions
 
 __all__ = ["FlowSpec", "FlowEngine", "ClientFlow", "FlowError", "PerftestOptions", "refuse_if_late", "send",
-           "check_address", "parse_instant", "check_start_window", "START_AT_PAST_TOLERANCE"]
+           "check_address", "parse_instant", "check_start_window", "own_instant", "START_AT_PAST_TOLERANCE"]
 
 EPOCH_SECONDS_MAX = 1e11  # the year 5138: a larger epoch number is milliseconds (1.8e12) or microseconds (1.8e15)
 START_AT_PAST_TOLERANCE = 1.0  # s a fixed instant may have passed when the flow is armed
@@ -132,7 +136,9 @@ class ClientFlow(abc.ABC):
 
     @abc.abstractmethod
     def fire(self, at: float) -> dict:
-        """Wait for the instant ``at`` (host clock, epoch s) without spinning, send, time it; return the result."""
+        """Wait for the flow's own instant (the common instant ``at``, host clock, epoch s, plus the spec's
+        ``start_offset``: ``own_instant``) without spinning, send, time it (the completion from ``at``); return the
+        result."""
 
     @abc.abstractmethod
     def abort(self, reason: str) -> None:
@@ -178,6 +184,16 @@ class FlowEngine(abc.ABC):
     def send(self, spec: FlowSpec) -> dict:
         """One client flow in fixed-instant mode (the plain ``flow`` module): arm, then fire at ``spec.start_at``."""
         return send(self, spec)
+
+
+def own_instant(result, spec, at):
+    """The instant a client flow of ``spec`` starts at when its step's common instant is ``at``: ``at`` plus the
+    flow's ``start_offset``, which ``result`` then says (``start_offset_s``; a flow without one: ``at``, and nothing
+    said). The flow's ``start_at`` and ``late_s`` are against this instant, its completion counts from ``at``."""
+    offset = spec.start_offset or 0.0
+    if offset:
+        result["start_offset_s"] = offset
+    return at + offset
 
 
 def refuse_if_late(result, spec, start, at):

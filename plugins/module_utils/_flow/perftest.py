@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from .. import _rdma_sysfs as _rdma
 from .clock import set_normal, sleep_until
-from .engine import ClientFlow, FlowEngine, FlowError, PerftestOptions, refuse_if_late
+from .engine import ClientFlow, FlowEngine, FlowError, PerftestOptions, own_instant, refuse_if_late
 from .perftest_cli import BIND_OPTION, TOOLS, PerftestError, build_argv, find_gid_index, parse_text, supports_bind
 
 _BIND_SUPPORT = {}  # tool path -> whether it has --bind_source_ip (asked once per process: the module's, inherited)
@@ -203,18 +203,22 @@ class PerftestClient(ClientFlow):
         return True
 
     def fire(self, at):
+        """Fire at the common instant ``at`` plus the spec's ``start_offset`` (the flow's own instant): ``late_s``
+        against its own instant, ``completion_s`` from ``at``."""
         spec, result = self.spec, self.result
-        result["start_at"] = at
-        start = sleep_until(at)
+        own = own_instant(result, spec, at)
+        result["start_at"] = own
+        start = sleep_until(own)
         set_normal()  # perftest must not inherit a real-time policy from the thread that waited for the instant
-        if refuse_if_late(result, spec, start, at):
+        if refuse_if_late(result, spec, start, own):
             return result
         result["start"] = start
-        result["late_s"] = round(start - at, 6)
+        result["late_s"] = round(start - own, 6)
         if self._aborted:
             result.update(status="aborted", error=self._aborted)
             return result
-        remaining = max(0.1, at + spec.timeout - time.time())
+        # the timeout counts from the flow's own instant (its spec's timeout is the step's less the offset)
+        remaining = max(0.1, own + spec.timeout - time.time())
         watch = WireWatch(self.opts.device, self.opts.ib_port)
         text, code, timed_out = self._run(remaining, watch)
         end = time.time()

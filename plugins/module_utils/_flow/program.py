@@ -208,6 +208,7 @@ class _Hello:
         self.buf = b""
         self.need = HELLO_HEAD.size
         self.channel = None
+        self.name = None
 
     def on_event(self, _ev):
         flow = self.flow
@@ -239,11 +240,11 @@ class _Hello:
                 self.need += name_len
                 continue
             try:
-                name = check_name(self.buf[HELLO_HEAD.size:].decode("utf-8"), "hello")
+                self.name = check_name(self.buf[HELLO_HEAD.size:].decode("utf-8"), "hello")
             except (UnicodeDecodeError, FlowError):
                 flow._refuse(self, "a host name that is not printable UTF-8")
                 return
-            flow._incoming(self, name, self.channel)
+            flow._incoming(self)
             return
 
 
@@ -370,7 +371,12 @@ class _Out:
                 self.head_k = 0
                 self.head_i += 1
             started = True
-        if started and not flow._kickoff:
+        if not started:
+            return
+        if flow._kickoff:  # the instant's first writes: every connection's first bytes, then the bulk in turns
+            if self not in flow._kicked:
+                flow._kicked.append(self)
+        else:
             self.write(_WRITE_BUDGET)
 
     def write(self, budget):
@@ -693,11 +699,13 @@ class ProgramFlow(ClientFlow):
         self._armed = False
         self._fired = False
         self._kickoff = False
+        self._kicked = []  # the connections that queued messages at the instant, for their first writes
         self._closed = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._ep = None
         self._handlers = {}
         self._hellos = set()
+        self._admitted_keys = set()  # (peer, channel) of every connection admitted (its OK sent)
         self._dials = []
         self._outs = {}
         self._ins = {}
@@ -886,7 +894,7 @@ class ProgramFlow(ClientFlow):
             elif dial.phase != "admitted":
                 parts.append("no program server answered for %s: %s" % (dial.where(), dial.last_error))
         for peer, channel in self.program.recvs:
-            if (peer, channel) not in self._ins:
+            if (peer, channel) not in self._admitted_keys:
                 parts.append("%s never connected for channel %d (this host's recv ops from it need it)"
                              % (peer, channel))
         return "; ".join(parts)
@@ -897,26 +905,36 @@ class ProgramFlow(ClientFlow):
         for j in out.sends:
             self._op_out[j] = out
 
-    def _incoming(self, hello, name, channel):
+    def _incoming(self, hello):
+        """A hello was read whole: judged by ``_admit`` (every transport's), then the admitted connection is the
+        transport's (``_accept``)."""
+        if self._admit(hello):
+            self._accept(hello)
+
+    def _admit(self, hello):
+        """Admit the connection of a good hello (``OK``) or refuse it; True when admitted."""
         self._unwatch(hello)
         self._hellos.discard(hello)
+        name, channel = hello.name, hello.channel
         key = (name, channel)
         # (once armed, every expected connection is in: whatever comes later is refused as one of these two)
         if key not in self.program.recvs:
             self._refuse(hello, "this program has no recv op from %s on channel %d" % (name, channel), name, channel)
-        elif key in self._ins:
+            return False
+        if key in self._admitted_keys:  # (the first one may still be arming: a verbs queue pairs' exchange)
             self._refuse(hello, "a second connection from %s for channel %d" % (name, channel), name, channel)
-        else:
-            self._accept(hello, name, channel)
-
-    def _accept(self, hello, name, channel):
-        """An expected connection's hello was good: admit it (``VerbsProgramFlow`` adds its queue pair's exchange)."""
+            return False
         try:
             hello.sock.send(b"OK")
         except OSError:
             hello.sock.close()
-            return
-        self._ins[(name, channel)] = _In(self, hello, name, channel)
+            return False
+        self._admitted_keys.add(key)
+        return True
+
+    def _accept(self, hello):
+        """The TCP transport's side of an admitted connection (``VerbsProgramFlow`` exchanges queue pairs on it)."""
+        self._ins[(hello.name, hello.channel)] = _In(self, hello, hello.name, hello.channel)
 
     def _refuse(self, hello, reason, name=None, channel=None):
         self._unwatch(hello)
@@ -995,9 +1013,9 @@ class ProgramFlow(ClientFlow):
             if it.pending[j] == 0:
                 self._ready(0, it, j, t)
         self._kickoff = False
-        for out in self._outs.values():  # every connection's first bytes, then the bulk in turns
-            if out.queue:
-                out.write(_FIRST_WRITE)
+        kicked, self._kicked = self._kicked, []
+        for out in kicked:  # every connection's first bytes, then the bulk in turns
+            out.write(_FIRST_WRITE)
         self._drain()
 
     def _run(self):
@@ -1006,7 +1024,7 @@ class ProgramFlow(ClientFlow):
         while True:
             if self._aborted:
                 raise _Aborted()
-            if self.iterations_done == self.iterations and not any(c.acks for c in self._ins.values()):
+            if self.iterations_done == self.iterations and self._settled():
                 return
             now = time.monotonic()
             if now >= deadline:
@@ -1020,6 +1038,11 @@ class ProgramFlow(ClientFlow):
             self._dispatch(min(wait, 1.0))
             if timer.fd < 0 and self._timers:
                 self._expire()
+
+    def _settled(self):
+        """Whether the loop may end once every op ended: every ack written (the verbs transport waits for its
+        senders' ``BY`` instead)."""
+        return not any(c.acks for c in self._ins.values())
 
     def _expire(self):
         now = self.now()

@@ -69,19 +69,6 @@ __all__ = ["HostPart", "start", "start_in_namespaces", "collect", "stop"]
 # the task cheap on a 32-host lab.
 
 
-def _offset(result, offset):
-    """A flow that started ``offset`` s after the step's common instant (its own instant, ``start_at``): its
-    completion is counted from the common instant, as every other flow's (the barrier is the common one), and the
-    offset is recorded beside it (``late_s`` stays against its own instant)."""
-    if offset and isinstance(result, dict):
-        result["start_offset_s"] = offset
-        if result.get("completion_s") is not None:
-            result["completion_s"] = round(result["completion_s"] + offset, 6)
-        if result.get("stream_completion_s"):
-            result["stream_completion_s"] = [round(t + offset, 6) for t in result["stream_completion_s"]]
-    return result
-
-
 def preload(part):
     """Import, before the fork, what this part's daemon will need."""
     engine_class(part.engine)
@@ -387,10 +374,9 @@ class _Daemon:
             return
         # how far ahead of the instant the fire reached this host (negative: it came late, and so did the flow)
         self.flows[i].result["fire_ahead_s"] = round(self.fire_at - self.fire_received, 6)
-        # a client flow's start offset (a job's program, after the clients, starts at the instant)
-        offset = self.part.clients[i][0].start_offset if i < len(self.part.clients) else 0.0
         try:
-            self.fired[i] = _offset(self.flows[i].fire(self.fire_at + offset), offset)
+            # every flow is given the common instant: one with a start offset starts that long after it by itself
+            self.fired[i] = self.flows[i].fire(self.fire_at)
         except Exception as exc:  # noqa: BLE001  one flow's crash is its result, not the host's
             self.fired[i] = dict(self.flows[i].result, status="error", error="flow crashed: %r" % (exc,))
 

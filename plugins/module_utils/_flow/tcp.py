@@ -35,7 +35,7 @@ import time
 
 from . import tcp_info as _tcp_info
 from .clock import realtime, sleep_until
-from .engine import ClientFlow, FlowEngine, FlowSpec, refuse_if_late
+from .engine import ClientFlow, FlowEngine, FlowSpec, own_instant, refuse_if_late
 from .refusals import Refusals
 
 MAGIC_HELLO = b"AFL1"
@@ -295,21 +295,25 @@ class TcpClient(ClientFlow):
 
     # -- firing -----------------------------------------------------------------------------------------------
     def fire(self, at):
+        """Fire at the common instant ``at`` plus the spec's ``start_offset`` (the flow's own instant): ``late_s``
+        against its own instant, ``completion_s`` (and each stream's) from ``at``."""
         spec, result = self.spec, self.result
-        result["start_at"] = at
-        # the timeout counts from the instant: the wait until it (wall clock), then a monotonic timer
-        watchdog = threading.Timer(max(0.0, at - time.time()) + spec.timeout, self.abort,
+        own = own_instant(result, spec, at)
+        result["start_at"] = own
+        # the timeout counts from the flow's own instant (its spec's timeout is the step's less the offset): the wait
+        # until it (wall clock), then a monotonic timer
+        watchdog = threading.Timer(max(0.0, own - time.time()) + spec.timeout, self.abort,
                                    ("flow did not complete within timeout=%ss" % spec.timeout,))
         watchdog.daemon = True
         watchdog.start()
         try:
             with realtime() as rt:
-                start = sleep_until(at)
-                if refuse_if_late(result, spec, start, at):
+                start = sleep_until(own)
+                if refuse_if_late(result, spec, start, own):
                     return result
                 firsts = [os.sendfile(s.fileno(), self.zero_fd, 0, min(_FIRST_SEND, v or _FIRST_SEND))
                           for s, v in zip(self.socks, self._volumes)]
-            result.update(start=start, first_byte=start, late_s=round(start - at, 6), realtime_start=rt)
+            result.update(start=start, first_byte=start, late_s=round(start - own, 6), realtime_start=rt)
             sampler = self._sampler = _Sampler(self.socks, start, spec.interval)
             sampler.start()
             outcomes = [None] * len(self.socks)
@@ -339,7 +343,7 @@ class TcpClient(ClientFlow):
                 bytes_sent=sum(o[4] for o in outcomes),
                 last_byte_acked=acked,
                 duration_s=round(duration, 6),
-                completion_s=round(acked - at, 6),
+                completion_s=round(acked - at, 6),  # from the common instant, an offset flow's too
                 gbps=round(received * 8 / duration / 1e9, 6) if duration > 0 else 0.0,
                 server_first_byte=min(o[1] for o in outcomes),
                 server_last_byte=max(o[2] for o in outcomes),

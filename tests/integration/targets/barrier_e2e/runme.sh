@@ -2,19 +2,12 @@
 # End to end on a lab of its own (namespaces aflt-e2e-*): lab up, elephant, barrier step with one worker throttled,
 # report JSON checked against the shaping, lab down (also when anything fails), nothing left behind.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
+. "$(dirname "$0")/../../lab-target.sh"
 export AIFABRIC_RUNS_DIR="$work/runs"
 export ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
 bash "$here/../../lab-inventory.sh" aflt-e2e- 7 > "$inv"
-cleanup() {
-  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
-  left=$(ip netns list | awk '{print $1}' | grep '^aflt-e2e-' || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
-}
+cleanup() { lab_cleanup aflt-e2e- -i "$inv" aifabric.lab.lab_down; }
 trap cleanup EXIT
 
 ansible-playbook -i "$inv" aifabric.lab.lab_up
@@ -30,11 +23,12 @@ if [ -n "${AIFABRIC_E2E_ARTIFACTS:-}" ]; then
   mkdir -p "$AIFABRIC_E2E_ARTIFACTS" && cp "$(dirname "$report")"/report.{html,png} "$AIFABRIC_E2E_ARTIFACTS"/
 fi
 
-# A gate broken on purpose, in a step whose throttled flow runs about 20 s: the play fails after the step with the
-# gate's figure, value and limit; junit.xml fails the step's case; the report shows the gate; and while the flows ran,
-# the controller printed their progress (bytes so far and rate per flow, the time left).
+# A gate broken on purpose, in a step whose throttled flow runs about 8 s (2 GB at 2 Gb/s; the others idle from about
+# 5.3 s, a third of the step): the play fails after the step with the gate's figure, value and limit; junit.xml fails
+# the step's case; the report shows the gate; and while the flows ran, the controller printed their progress (bytes so
+# far and rate per flow, the time left: a line about every 1.2 s, 17 in a 20 s step).
 set +e
-ansible-playbook -i "$inv" aifabric.lab.barrier -e barrier_volume=5GB -e barrier_timeout=90 \
+ansible-playbook -i "$inv" aifabric.lab.barrier -e barrier_volume=2GB -e barrier_timeout=40 \
   -e '{"barrier_throttles": {"worker3": "2gbit"}, "barrier_expect": {"healthy_idle_share": 0.05, "step_vs_predicted": 1.5}}' \
   > "$work/gate.txt" 2>&1
 rc=$?
@@ -51,7 +45,7 @@ case = ElementTree.parse(sys.argv[1]).getroot().find("testsuite").find("testcase
 failure = case.find("failure")
 assert failure is not None and failure.get("type") == "gate_broken", ElementTree.tostring(case)
 assert "healthy_idle_share" in failure.get("message")
-# progress: lines while the step ran, each flow's bytes growing (worker3's, the 20 s flow, until its end)
+# progress: lines while the step ran, each flow's bytes growing (worker3's, the 8 s flow, until its end)
 lines = re.findall(r"^\[barrier +([0-9.]+) s\] (.*)$", open(sys.argv[2]).read(), re.M)
 w3 = [float(m.group(1)) * {"MB": 1e6, "GB": 1e9}[m.group(2)] for _, text in lines
       for m in [re.search(r"worker3 ([0-9.]+) (MB|GB) [0-9.]+ Gb/s", text)] if m]

@@ -3,9 +3,7 @@
 # conntrack table counted (tracking and accounting turned on by conntrack_track), the step again without mice. The
 # mice must be nearly all the flows and the elephants nearly all the bytes; the lab goes, also when anything fails.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
+. "$(dirname "$0")/../../lab-target.sh"
 export AIFABRIC_RUNS_DIR="$work/runs"
 export AIFABRIC_HISTORY_DB="$work/history.sqlite"
 inv="$work/hosts.yml"
@@ -28,12 +26,7 @@ all:
         worker2: {lab_address: 198.18.7.12}
         worker3: {lab_address: 198.18.7.13}
 INV
-cleanup() {
-  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
-  left=$(ip netns list | awk '{print $1}' | grep '^aflt-cen-' || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
-}
+cleanup() { lab_cleanup aflt-cen- -i "$inv" aifabric.lab.lab_down; }
 trap cleanup EXIT
 
 ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null

@@ -4,13 +4,12 @@
 # nothing was left behind. Attacks come from a lab host (worker1's namespace) at the sink's rendezvous port (18599)
 # and its flow server (18600) at once; every attacker ends by itself (bounded in count and time). Prints the table.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
+. "$(dirname "$0")/../../lab-target.sh"
 P=aflt-chs-
 OCTET=8
 SINK=198.18.$OCTET.1
 W1=198.18.$OCTET.11
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS} ANSIBLE_FORKS=20
+export ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
 bash "$here/../../lab-inventory.sh" $P $OCTET 3 > "$inv"
 state=/run/aifabric-lab
@@ -23,11 +22,9 @@ cleanup() {
     comm -13 <(echo "$orphans_before") <(ls "$state/orphaned") | while read -r f; do rm -rf "${state:?}/orphaned/$f"; done
   fi
   for pid in "${own_pids[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
-  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
+  lab_down_quiet -i "$inv" aifabric.lab.lab_down
   if [ -n "$tmpfs_dir" ] && mountpoint -q "$tmpfs_dir"; then umount "$tmpfs_dir" || true; fi
-  left=$(ip netns list | awk '{print $1}' | grep "^$P" || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
+  lab_gone "$P"
 }
 trap cleanup EXIT
 table=()
@@ -90,9 +87,12 @@ fi
 
 # 7. The coordinating host's step process killed (SIGKILL) after two of the three workers' results were stored:
 # worker3 at 500 Mb/s is still sending. Those two results survive (written before they were acknowledged); worker3's
-# flow is cut with the sink's server and its own account is collected from it by the clean-up.
+# flow is cut with the sink's server and its own account is collected from it by the clean-up. worker3's flow needs
+# 6.4 s (400 MB at 500 Mb/s) and the kill comes after the others' (about a second): a timeout of 15 s and a result
+# grace of 5 (not the default 30) leave it room, and bound the case when something hangs.
 if want coordinator; then
-  run_step coordinator -e barrier_volume=400MB -e '{"barrier_throttles": {"worker3": "500mbit"}}' -e barrier_timeout=30
+  run_step coordinator -e barrier_volume=400MB -e '{"barrier_throttles": {"worker3": "500mbit"}}' -e barrier_timeout=15 \
+    -e barrier_result_grace=5
   stored_two() { [ "$(ls "$state"/step-*.results/host-worker[12].json 2>/dev/null | wc -l)" -ge 2 ]; }
   wait_for 60 stored_two
   sink_pid=$(python3 -c "import json,glob,sys; print(json.load(open(sorted(glob.glob(sys.argv[1] + '/step-*-sink.pid'))[-1]))['pid'])" "$state")

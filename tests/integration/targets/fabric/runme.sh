@@ -4,20 +4,13 @@
 # spread, every path proved by the switches' counters; then a run record whose plan says one flow went another way
 # must be reported as a disagreement. The fabric is removed also when anything fails; nothing is left behind.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../../lab-target.sh"
 root=$(cd "$here/../../../.." && pwd)
-work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
 export AIFABRIC_RUNS_DIR="$work/runs"
 export AIFABRIC_HISTORY_DB="$work/history.sqlite"
 export ANSIBLE_FORKS=20
 inv="$root/inventories/fabric_small"
-cleanup() {
-  ansible-playbook -i "$inv" aifabric.lab.fabric_down >/dev/null 2>&1 || true
-  left=$(ip netns list | awk '{print $1}' | grep '^aflt-fab-' || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
-}
+cleanup() { lab_cleanup aflt-fab- -i "$inv" aifabric.lab.fabric_down; }
 trap cleanup EXIT
 
 ansible-playbook -i "$inv" aifabric.lab.fabric_up > "$work/up1.txt"

@@ -5,21 +5,14 @@
 # every path (the relay ports' counters too) and balance every NIC's books: a relaying NIC's eth0 counter carries the
 # flow it forwarded (issue 28). The fabric is removed also when anything fails; nothing is left behind.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../../lab-target.sh"
 root=$(cd "$here/../../../.." && pwd)
-work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
 export AIFABRIC_RUNS_DIR="$work/runs"
 export AIFABRIC_HISTORY_DB="$work/history.sqlite"
 export ANSIBLE_FORKS=20
 inv="$root/inventories/fabric-rails"
 prefix=aflt-rr-
-cleanup() {
-  ansible-playbook -i "$inv" -e lab_namespace_prefix=$prefix aifabric.lab.fabric_down >/dev/null 2>&1 || true
-  left=$(ip netns list | awk '{print $1}' | grep "^$prefix" || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
-}
+cleanup() { lab_cleanup "$prefix" -i "$inv" -e lab_namespace_prefix=$prefix aifabric.lab.fabric_down; }
 trap cleanup EXIT
 
 ansible-playbook -i "$inv" -e lab_namespace_prefix=$prefix aifabric.lab.fabric_up > "$work/up.txt"

@@ -3,24 +3,21 @@
 # the failed host and the cause, the step is marked failed (no step time over the survivors), completed flows stay on
 # disk, and afterwards no qdisc or process is left inside the lab. Prints a table line per case.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
+. "$(dirname "$0")/../../lab-target.sh"
 P=aflt-flt-
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS} ANSIBLE_FORKS=20
+export ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
 bash "$here/../../lab-inventory.sh" $P 6 > "$inv"
 own_pids=()
 payloads_before=""
 cleanup() {
   for pid in "${own_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
+  lab_down_quiet -i "$inv" aifabric.lab.lab_down
   # A module that was killed (cases 1 and 6) cannot remove its unpacked payload; remove the ones these cases made.
   for d in $(ls -d "${TMPDIR:-/tmp}"/ansible_aifabric.lab.flow_payload_* 2>/dev/null || true); do
     grep -qxF "$d" <<<"$payloads_before" || rm -rf "$d"
   done
-  left=$(ip netns list | awk '{print $1}' | grep "^$P" || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
+  lab_gone "$P"
 }
 trap cleanup EXIT
 table=()

@@ -5,9 +5,7 @@
 # iteration measured, its figures beside the prediction (the deviation is printed; only generous structural bounds
 # are asserted), one step, nothing left behind.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
+. "$(dirname "$0")/../../lab-target.sh"
 export AIFABRIC_RUNS_DIR="$work/runs"
 export ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
@@ -28,12 +26,7 @@ all:
       hosts:
 INV
 for i in 1 2 3 4 5 6 7 8; do echo "        worker$i: {lab_address: 198.18.10.$((10 + i))}" >> "$inv"; done
-cleanup() {
-  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
-  left=$(ip netns list | awk '{print $1}' | grep '^aflt-job-' || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
-}
+cleanup() { lab_cleanup aflt-job- -i "$inv" aifabric.lab.lab_down; }
 trap cleanup EXIT
 
 ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null

@@ -4,9 +4,7 @@
 # against the flows the pattern makes and its prediction; lab down also when anything fails, nothing left behind.
 # Then the convergence experiment (flows that start late) on the lab's port and on a tail-drop FIFO.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-export ANSIBLE_CALLBACKS_ENABLED=aifabric.lab.barrier_report${AIFABRIC_EXTRA_CALLBACKS:+,$AIFABRIC_EXTRA_CALLBACKS}
+. "$(dirname "$0")/../../lab-target.sh"
 export AIFABRIC_RUNS_DIR="$work/runs"
 export ANSIBLE_FORKS=20
 inv="$work/hosts.yml"
@@ -33,12 +31,7 @@ all:
         worker3: {lab_address: 198.18.9.13}
         worker4: {lab_address: 198.18.9.14}
 INV
-cleanup() {
-  ansible-playbook -i "$inv" aifabric.lab.lab_down >/dev/null 2>&1 || true
-  left=$(ip netns list | awk '{print $1}' | grep '^aflt-pat-' || true)
-  rm -rf "$work"
-  if [ -n "$left" ]; then echo "LEFT BEHIND: $left"; exit 1; fi
-}
+cleanup() { lab_cleanup aflt-pat- -i "$inv" aifabric.lab.lab_down; }
 trap cleanup EXIT
 
 ansible-playbook -i "$inv" aifabric.lab.lab_up > /dev/null

@@ -21,71 +21,7 @@ from ansible_collections.aifabric.lab.plugins.module_utils._flow.program import 
     ProgramFlow,
     token_proof,
 )
-
-ADDR = "127.0.0.1"
-TOKEN = "run-token"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((ADDR, 0))
-        return s.getsockname()[1]
-
-
-def program(name, ports, ops, iterations=1, window=1, **extra):
-    """``name``'s program: its server on ports[name], every other host of ``ports`` a peer."""
-    value = {"version": 1, "iterations": iterations, "window": window, "ops": ops,
-             "peers": {p: {"address": ADDR, "port": port} for p, port in ports.items() if p != name}}
-    if any(op["kind"] == "recv" for op in ops):
-        value["listen"] = {"address": ADDR, "port": ports[name]}
-    value.update(extra)
-    return value
-
-
-def flows_for(programs, **kw):
-    return {name: ProgramFlow(prog, TOKEN, name, listener=ProgramFlow.listen(prog), **kw)
-            for name, prog in programs.items()}
-
-
-def run(flows, lead=0.5, during=None):
-    """Arm every flow (each in its own thread, at once), fire all at one instant, return their results by host.
-    ``during(flows)`` runs in the test's thread while they run."""
-    at = time.time() + lead
-    results, armed = {}, {}
-
-    def host(name, flow):
-        armed[name] = flow.arm(at - 0.05)
-        results[name] = flow.fire(at) if armed[name] else flow.result
-
-    threads = [threading.Thread(target=host, args=item, daemon=True) for item in flows.items()]
-    for thread in threads:
-        thread.start()
-    try:
-        if during is not None:
-            during(flows)
-        for thread in threads:
-            thread.join(20)
-        assert not any(t.is_alive() for t in threads), "a host's program did not end"
-    finally:
-        for flow in flows.values():
-            flow.close()
-    return results
-
-
-def ok(results):
-    bad = {name: r["error"] for name, r in results.items() if r["status"] != "ok"}
-    assert not bad, bad
-
-
-def row(result, i):
-    """(start, first, end) of every op of iteration ``i``."""
-    k = result["sampled"].index(i)
-    return result["t"]["start"][k], result["t"]["first"][k], result["t"]["end"][k]
-
-
-def times(result, i, j):
-    start, first, end = row(result, i)
-    return start[j], first[j], end[j]
+from flow_harness import ADDR, TOKEN, TRANSPORTS, flows_for, free_port, ok, program, ring, row, run, times
 
 
 # ------------------------------------------------------------------------------------------------- two hosts
@@ -153,23 +89,10 @@ def test_progress_after_the_end_and_without_splice_or_low_water_mark(monkeypatch
 
 
 # ------------------------------------------------------------------------------------------------- a ring
-def ring(n, steps, chunks, size):
-    """Rank r: for each step s and chunk c, send chunk c to r+1 (after chunk c of step s-1 arrived from r-1) and
-    receive chunk c from r-1. Returns (ops, {(s, c): (send id, recv id)})."""
-    ops, ids = [], {}
-    for s in range(steps):
-        for c in range(chunks):
-            send = {"id": len(ops), "kind": "send", "peer": None, "bytes": size, "tag": "s%d.c%d" % (s, c)}
-            if s:
-                send["deps"] = [ids[(s - 1, c)][1]]
-            ops.append(send)
-            ops.append({"id": len(ops), "kind": "recv", "peer": None, "bytes": size, "tag": "s%d.c%d" % (s, c)})
-            ids[(s, c)] = (send["id"], send["id"] + 1)
-    return ops, ids
-
-
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 @pytest.mark.parametrize("window", [1, 2])
-def test_ring_with_chunks_keeps_fifo_window_and_deps(window):
+def test_ring_with_chunks_keeps_fifo_window_and_deps(window, transport):
+    """The same ring on every transport (TCP; RDMA verbs over the fake fabric of queue pairs)."""
     n, steps, chunks, size, iterations = 3, 2, 3, 200_000, 3
     names = ["r%d" % r for r in range(n)]
     ports = {name: free_port() for name in names}
@@ -179,7 +102,7 @@ def test_ring_with_chunks_keeps_fifo_window_and_deps(window):
         for op in ops:
             op["peer"] = names[(r + 1) % n] if op["kind"] == "send" else names[(r - 1) % n]
         programs[name] = program(name, ports, ops, iterations=iterations, window=window)
-    results = run(flows_for(programs))
+    results = run(TRANSPORTS[transport](programs))
     ok(results)
     sends = [ids[(s, c)][0] for s in range(steps) for c in range(chunks)]
     for name, result in results.items():

@@ -1,177 +1,66 @@
 # -*- coding: utf-8 -*-
 """The verbs transport of the job-program executor (``_flow/verbs.py``) in one process: several hosts'
 VerbsProgramFlows (threads) over real loopback TCP for the hello and the queue pairs' exchange, and a fabric of
-queue pairs in memory that keeps a reliable connection's rules (WRITEs delivered in order, a WRITE WITH IMMEDIATE
-takes one posted receive or waits for one, the sender's completion after the receiver's). The data path on a real
-kernel (soft-RoCE) is the VM lab's test (tests/vmlab/run.sh). What is checked is the order of the recorded events
-and the protocol, never a duration or a rate."""
+queue pairs in memory (flow_harness.FakeVerbs) that keeps a reliable connection's rules; and ``Pyverbs`` itself over
+stand-ins of pyverbs' modules (what it asks of the adapter). The data path on a real kernel (soft-RoCE) is the VM
+lab's test (tests/vmlab/run.sh). What is checked is the order of the recorded events and the protocol, never a
+duration or a rate. The ring that the TCP transport's tests run runs here too (test_flow_program.py, per
+transport)."""
 from __future__ import annotations
 
-import importlib.util
-import os
+import socket
+import sys
 import threading
 import time
+import types
 
 import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import verbs as verbs_module
+from ansible_collections.aifabric.lab.plugins.module_utils._flow.program import (
+    HELLO_HEAD,
+    MAGIC,
+    ProgramFlow,
+    token_proof,
+)
 from ansible_collections.aifabric.lab.plugins.module_utils._flow.verbs import (
+    BYE,
+    IMM_LAST,
     MAX_BUFFER,
     VINFO,
     VREPLY,
     VerbsProgramFlow,
     find_gid_index,
 )
-
-# the loopback harness of the TCP transport's tests (the same programs, threads and checks)
-_spec = importlib.util.spec_from_file_location(
-    "_flow_program_harness", os.path.join(os.path.dirname(__file__), "test_flow_program.py"))
-_harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_harness)
-TOKEN, free_port, program, run, ok, times, ring = (_harness.TOKEN, _harness.free_port, _harness.program,
-                                                   _harness.run, _harness.ok, _harness.times, _harness.ring)
-
-RECV_WITH_IMM, WRITE, SUCCESS, REM_ACCESS_ERR = 129, 1, 0, 10
-
-
-class Fabric:
-    """Queue pairs by number, shared by every host's ``FakeVerbs``; one lock for all."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.qps = {}
-        self.next_qpn = 17
-        self.fail_after = None  # fail the n-th WRITE WITH IMMEDIATE (a remote access error)
-        self.fail_recv_after = None  # fail the receive of the n-th (an error completion's opcode is undefined: 0)
-        self.delivered = 0
-        self.writes = 0
+from flow_harness import (
+    ADDR,
+    GID,
+    MTU_1024,
+    MTU_4096,
+    TOKEN,
+    Fabric,
+    FakeVerbs,
+    free_port,
+    ok,
+    program,
+    run,
+    times,
+    verbs_flows,
+)
 
 
-class _QP:
-    def __init__(self, verbs, qpn, send_wr, recv_wr):
-        self.verbs, self.qp_num, self.send_wr, self.recv_wr = verbs, qpn, send_wr, recv_wr
-        self.remote = None
-        self.recvs = []  # posted receive wr_ids
-        self.waiting = []  # WRITEs WITH IMMEDIATE waiting for a receive (an RNR retry, in order)
-        self.state = "RESET"
+def hello(name, channel=0):
+    """A program connection's hello, as a sender with the run's token writes it."""
+    raw = name.encode("utf-8")
+    return HELLO_HEAD.pack(MAGIC, token_proof(TOKEN), channel, len(raw)) + raw
 
 
-class FakeVerbs:
-    """``verbs.Pyverbs``'s methods over ``Fabric``: completions in a list, the completion channel a pipe that gets a
-    byte when a completion arrives on an armed queue."""
-
-    def __init__(self, fabric):
-        self.fabric = fabric
-        self.fd = -1
-        self.cq = []
-        self.armed = False
-        self.recv_size = self.send_size = 0
-        self.closed = False
-        self.writes = []  # (qpn, wr_id, nbytes, pieces, imm): what was posted, for the tests
-        self.events_read = 0
-
-    def open(self, send_bytes, recv_bytes, cq_entries):
-        self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.fd = self._r
-        self.send_size, self.recv_size = max(1, send_bytes), max(1, recv_bytes)
-        self.cq_entries = cq_entries
-        self.armed = True
-
-    def receive_buffer(self):
-        return 0x10000, 0xABC, self.recv_size
-
-    def create_qp(self, send_wr, recv_wr):
-        with self.fabric.lock:
-            qp = _QP(self, self.fabric.next_qpn, send_wr, recv_wr)
-            self.fabric.qps[qp.qp_num] = qp
-            self.fabric.next_qpn += 1
-        return qp
-
-    def local(self, qp, psn, address):
-        assert address == "127.0.0.1"  # the connection's local address: the GID is the one that holds it
-        return qp.qp_num, psn, 0, bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1])
-
-    def connect(self, qp, psn, remote_qpn, remote_psn, remote_lid, remote_gid, address):
-        assert qp.state == "RESET" and remote_gid == bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1])
-        qp.remote, qp.state = remote_qpn, "RTS"
-
-    def _complete(self, wc):  # under the fabric's lock
-        self.cq.append(wc)
-        if self.armed:
-            self.armed = False
-            os.write(self._w, b"!")
-
-    def post_write(self, qp, wr_id, nbytes, addr, rkey, size, imm):
-        assert qp.state == "RTS" and rkey == 0xABC and addr == 0x10000
-        piece = max(1, min(self.send_size, size))
-        pieces = max(1, -(-nbytes // piece))
-        last = nbytes - (pieces - 1) * piece
-        with self.fabric.lock:
-            self.writes.append((qp.qp_num, wr_id, nbytes, pieces, imm))
-            peer = self.fabric.qps[qp.remote]
-            self.fabric.writes += 1
-            if self.fabric.fail_after is not None and self.fabric.writes > self.fabric.fail_after:
-                self._complete((wr_id, REM_ACCESS_ERR, WRITE, 0, 0, qp.qp_num))
-                return
-            peer.waiting.append((self, qp, wr_id, last, imm))
-            self._deliver(peer)
-
-    @staticmethod
-    def _deliver(peer):  # under the lock: in order, one receive each
-        while peer.waiting and peer.recvs:
-            sender, qp, wr_id, last, imm = peer.waiting.pop(0)
-            recv_id = peer.recvs.pop(0)
-            fabric = sender.fabric
-            fabric.delivered += 1
-            if fabric.fail_recv_after is not None and fabric.delivered > fabric.fail_recv_after:
-                peer.verbs._complete((recv_id, REM_ACCESS_ERR, 0, 0, 0, peer.qp_num))
-            else:
-                peer.verbs._complete((recv_id, SUCCESS, RECV_WITH_IMM, last, imm, peer.qp_num))
-            sender._complete((wr_id | verbs_module.LAST, SUCCESS, WRITE, 0, 0, qp.qp_num))
-
-    def post_recv(self, qp, wr_id, count):
-        with self.fabric.lock:
-            assert len(qp.recvs) + count <= qp.recv_wr, "more receives posted than the queue pair holds"
-            qp.recvs.extend([wr_id] * count)
-            self._deliver(qp)
-
-    def events(self):
-        os.read(self._r, 64)
-        self.events_read += 1
-        with self.fabric.lock:
-            self.armed = True
-            if self.cq:  # a completion between the read and the re-arm: the channel says so again
-                self.armed = False
-                os.write(self._w, b"!")
-
-    def poll(self, count=64):
-        with self.fabric.lock:
-            out, self.cq = self.cq[:count], self.cq[count:]
-        return out
-
-    def is_recv(self, opcode):
-        return opcode == RECV_WITH_IMM
-
-    def ok(self, status):
-        return status == SUCCESS
-
-    def status_text(self, status):
-        return "remote access error (%d)" % status if status == REM_ACCESS_ERR else "status %d" % status
-
-    def describe(self):
-        return {"device": "fake0", "ib_port": 1, "gid_index": 1, "path_mtu": 1024, "qp_timeout": 14}
-
-    def close(self):
-        if not self.closed and self.fd >= 0:
-            os.close(self._r)
-            os.close(self._w)
-        self.closed = True
-
-
-def verbs_flows(programs, fabric=None):
-    fabric = fabric or Fabric()
-    flows = {name: VerbsProgramFlow(prog, TOKEN, name, listener=VerbsProgramFlow.listen(prog),
-                                    verbs=FakeVerbs(fabric)) for name, prog in programs.items()}
-    return flows, fabric
+def recv_exactly(sock, size):
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the connection closed after %d of %d bytes" % (len(data), size)
+        data += chunk
+    return data
 
 
 def test_two_hosts_send_and_receive_over_queue_pairs():
@@ -191,7 +80,7 @@ def test_two_hosts_send_and_receive_over_queue_pairs():
     assert ra["bytes_sent"] == rb["bytes_received"] == total and rb["bytes_sent"] == ra["bytes_received"] == 20
     assert ra["transport"] == rb["transport"] == "verbs" and ra["verbs"]["device"] == "fake0"
     # one WRITE WITH IMMEDIATE a message, numbered on its connection; the buffers as large as the largest message
-    assert [(n, pieces, imm) for _q, _w, n, pieces, imm in verbs["a"].writes] == [
+    assert [(n, pieces, number) for _q, _w, n, pieces, number in verbs["a"].writes] == [
         (size, 1, k) for k, size in enumerate(sizes * 2)]
     assert verbs["a"].send_size == 3_000_000 and verbs["b"].recv_size == 3_000_000
     for i in (0, 1):
@@ -207,60 +96,38 @@ def test_two_hosts_send_and_receive_over_queue_pairs():
     assert all(v.closed for v in verbs.values())
 
 
-@pytest.mark.parametrize("window", [1, 2])
-def test_a_ring_keeps_fifo_window_and_deps_over_queue_pairs(window):
-    n, steps, chunks, size, iterations = 3, 2, 3, 200_000, 3
-    names = ["r%d" % r for r in range(n)]
-    ports = {name: free_port() for name in names}
-    programs = {}
-    for r, name in enumerate(names):
-        ops, ids = ring(n, steps, chunks, size)
-        for op in ops:
-            op["peer"] = names[(r + 1) % n] if op["kind"] == "send" else names[(r - 1) % n]
-        programs[name] = program(name, ports, ops, iterations=iterations, window=window)
-    flows, _fabric = verbs_flows(programs)
-    results = run(flows)
-    ok(results)
-    sends = [ids[(s, c)][0] for s in range(steps) for c in range(chunks)]
-    for name, result in results.items():
-        assert result["bytes_sent"] == result["bytes_received"] == iterations * steps * chunks * size
-        seq = [times(result, i, j) for i in range(iterations) for j in sends]
-        for k in range(1, len(seq)):
-            assert seq[k][0] >= seq[k - 1][0], (name, k)  # FIFO
-        for k in range(window, len(seq)):
-            assert seq[k][0] >= seq[k - window][2], (name, k)  # at most `window` not completed
-        for i in range(iterations):
-            for s in range(1, steps):
-                for c in range(chunks):
-                    assert times(result, i, ids[(s, c)][0])[0] >= times(result, i, ids[(s - 1, c)][1])[2]
-
-
-def test_a_message_larger_than_the_buffers_is_several_writes_the_last_one_numbered(monkeypatch):
+def test_a_message_larger_than_the_buffers_is_several_writes_each_numbered_the_last_one_flagged(monkeypatch):
     monkeypatch.setattr(verbs_module, "MAX_BUFFER", 1000)
     ports = {"a": free_port(), "b": free_port()}
     a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 2500}, {"id": 1, "kind": "send", "peer": "b", "bytes": 10}]
     b = [{"id": 0, "kind": "recv", "peer": "a", "bytes": 2500}, {"id": 1, "kind": "recv", "peer": "a", "bytes": 10}]
     flows, _fabric = verbs_flows({"a": program("a", ports, a), "b": program("b", ports, b)})
-    writer = flows["a"].verbs
+    writer, reader = flows["a"].verbs, flows["b"].verbs
     ok(run(flows))
-    # 2500 bytes: WRITEs of 1000, 1000 and 500, the last with the immediate (the receiver checks its 500)
-    assert [(n, pieces, imm) for _q, _w, n, pieces, imm in writer.writes] == [(2500, 3, 0), (10, 1, 1)]
+    # 2500 bytes: WRITEs WITH IMMEDIATE of 1000, 1000 and 500, each with the message's number, the last flagged
+    assert [(n, pieces, number) for _q, _w, n, pieces, number in writer.writes] == [(2500, 3, 0), (10, 1, 1)]
+    assert reader.received == [(1000, 0), (1000, 0), (500, IMM_LAST | 0), (10, IMM_LAST | 1)]
     assert writer.send_size == 1000 and MAX_BUFFER == 64 * 1024 * 1024
 
 
-def test_a_failed_completion_fails_the_program_naming_the_connection_and_the_status():
+@pytest.mark.parametrize("sent, expected, came", [
+    (2000, 1000, "2000 bytes"),  # two pieces of b's buffer: the last one as long as the message b expects
+    (1500, 2500, "1500 bytes"),  # 1000 + 500, where b expects 1000 + 1000 + 500
+])
+def test_a_message_of_another_length_fails_even_when_its_last_piece_matches(monkeypatch, sent, expected, came):
+    """The receiver checks a message's whole length, not its last piece's (a length congruent to the expected one
+    modulo the receive buffer)."""
+    monkeypatch.setattr(verbs_module, "MAX_BUFFER", 1000)
     ports = {"a": free_port(), "b": free_port()}
-    a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 1000}]
-    b = [{"id": 0, "kind": "recv", "peer": "a", "bytes": 1000}]
-    flows, fabric = verbs_flows({"a": program("a", ports, a, iterations=3, timeout=5),
-                                 "b": program("b", ports, b, iterations=3, timeout=5)})
-    fabric.fail_after = 1
+    a = [{"id": 0, "kind": "send", "peer": "b", "bytes": sent}]
+    b = [{"id": 0, "kind": "recv", "peer": "a", "bytes": expected}]
+    flows, _fabric = verbs_flows({"a": program("a", ports, a, timeout=5), "b": program("b", ports, b, timeout=5)})
     results = run(flows)
-    assert results["a"]["status"] == "error"
-    assert results["a"]["error"] == ("the RDMA WRITE on b (channel 0, verbs) failed: remote access error (10) (the "
-                                     "adapter's completion status; the queue pair is in error now)")
-    # b got the first message; the second never came: its program ends (its peer closed without its goodbye)
-    assert results["b"]["status"] in ("error", "timeout") and results["b"]["bytes_received"] == 1000
+    assert results["b"]["status"] == "error" and results["b"]["bytes_received"] == 0
+    assert results["b"]["error"] == (
+        "the message from a (channel 0, verbs) does not match: this host's iteration 0 op 0 (recv from a channel 0, "
+        "%d bytes, tag '') expected message number 0 of %d bytes, and message number 0 came with %s; the k-th send "
+        "of a to this host on channel 0 must be the k-th recv here, with the same bytes" % (expected, expected, came))
 
 
 def test_a_message_that_does_not_match_the_program_fails_naming_both():
@@ -272,25 +139,148 @@ def test_a_message_that_does_not_match_the_program_fails_naming_both():
     assert results["b"]["status"] == "error"
     assert results["b"]["error"].startswith(
         "the message from a (channel 0, verbs) does not match: this host's iteration 0 op 0 (recv from a channel 0, "
-        "999 bytes, tag '') expected message number 0 with a last WRITE of 999 bytes, and message number 0 came with a "
-        "last WRITE of 1 bytes")  # 1000 bytes into b's buffer of 999: WRITEs of 999 and 1
+        "999 bytes, tag '') expected message number 0 of 999 bytes, and message number 0 came with 1000 bytes; ")
+    # 1000 bytes into b's buffer of 999: WRITEs of 999 and 1
+
+
+@pytest.mark.parametrize("sent, expected, error", [
+    (1, 2, "peer a (channel 0, verbs) said BY after 1 messages, the program expects 2"),
+    (2, 1, "a (channel 0, verbs) wrote a message (number 1) after the last recv this host's program expects from it "
+           "on that connection"),
+])
+def test_a_sender_with_fewer_or_more_messages_than_the_receiver_expects_fails_the_receiver(sent, expected, error):
+    """a's BY says how many messages it sent; b ends only once it has read it, so neither a message too many nor
+    one too few goes unseen. a's messages are 100 ms apart: the one too many comes after b's ops all ended."""
+    ports = {"a": free_port(), "b": free_port()}
+    a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 100}]
+    for _k in range(1, sent):
+        a.append({"id": len(a), "kind": "compute", "ms": 100.0, "deps": [len(a) - 1]})
+        a.append({"id": len(a), "kind": "send", "peer": "b", "bytes": 100, "deps": [len(a) - 1]})
+    b = [{"id": k, "kind": "recv", "peer": "a", "bytes": 100} for k in range(expected)]
+    flows, _fabric = verbs_flows({"a": program("a", ports, a, timeout=5), "b": program("b", ports, b, timeout=5)})
+    results = run(flows)
+    assert results["a"]["status"] == "ok"  # a sent its program's messages, all acknowledged
+    assert (results["b"]["status"], results["b"]["error"]) == ("error", error)
+
+
+def test_a_by_that_counts_more_messages_than_the_program_expects_fails_naming_the_peer():
+    """A sender (the test, by hand) that sent nothing and says BY after 5 messages, where b expects 1."""
+    ports = {"a": free_port(), "b": free_port()}
+    pb = program("b", ports, [{"id": 0, "kind": "recv", "peer": "a", "bytes": 10}], timeout=5)
+    fabric = Fabric()
+    flow = VerbsProgramFlow(pb, TOKEN, "b", listener=VerbsProgramFlow.listen(pb), verbs=FakeVerbs(fabric))
+    qp = FakeVerbs(fabric).create_qp(2, 1)
+    seen = {}
+
+    def sender(_flows):
+        with socket.create_connection((ADDR, ports["b"]), timeout=10) as sock:
+            sock.sendall(hello("a"))
+            seen["admitted"] = recv_exactly(sock, 2)
+            sock.sendall(VINFO.pack(b"AFV2", qp.qp_num, 1, 0, GID, MTU_1024))
+            seen["reply"] = VREPLY.unpack(recv_exactly(sock, VREPLY.size))
+            sock.sendall(BYE.pack(b"BY", 5))
+            seen["end"] = sock.recv(1)  # b shuts its connections when its program fails
+
+    result = run({"b": flow}, during=sender)["b"]
+    assert seen["admitted"] == b"OK" and seen["reply"][0] == b"AFV2" and seen["end"] == b""
+    assert (result["status"], result["error"]) == (
+        "error", "peer a (channel 0, verbs) said BY after 5 messages, the program expects 1")
+
+
+@pytest.mark.parametrize("failure", ["write", "rnr", "receive"])
+def test_a_failed_completion_fails_the_program_naming_the_connection_and_the_status(failure):
+    """The second of a's two messages fails: its WRITE (a remote access error), its RNR retries (b never had a
+    receive for it), or b's receive (whose error completion's opcode is undefined: the receive is known by its queue
+    pair). The failing side names the connection and the status; its peer, what it was waiting for."""
+    ports = {"a": free_port(), "b": free_port()}
+    a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 1000}]
+    b = [{"id": 0, "kind": "recv", "peer": "a", "bytes": 1000}]
+    flows, fabric = verbs_flows({"a": program("a", ports, a, iterations=2, timeout=5),
+                                 "b": program("b", ports, b, iterations=2, timeout=5)})
+    setattr(fabric, {"write": "fail_after", "rnr": "rnr_after", "receive": "fail_recv_after"}[failure], 1)
+    results = run(flows)
+    status = "the adapter's completion status; the queue pair is in error now"
+    # a shut its connections when it failed: b learns it at once
+    gone = ("a (channel 0, verbs) disappeared (it closed the connection) before iteration 1 op 0 (recv from a "
+            "channel 0, 1000 bytes, tag '') arrived")
+    expected = {
+        "write": ("the RDMA WRITE on b (channel 0, verbs) failed: remote access error (10) (%s)" % status, gone),
+        "rnr": ("receiver not ready: b (channel 0, verbs) had no receive posted for iteration 1 op 0 (send to b "
+                "channel 0, 1000 bytes, tag '') through 6 RNR retries 40.96 ms apart (RNR retry counter exceeded "
+                "(13)): its program's loop fell further behind the messages than its receive queue holds", gone),
+        "receive": (None, "the receive on a (channel 0, verbs) failed: remote access error (10) (%s)" % status),
+    }[failure]
+    assert (results["a"]["error"], results["b"]["error"]) == expected
+    assert results["a"]["status"] == ("ok" if failure == "receive" else "error") and results["b"]["status"] == "error"
+    assert results["b"]["bytes_received"] == 1000  # the first message
+
+
+def test_the_path_mtu_is_the_smaller_of_the_two_ports():
+    """Each end's VINFO or VREPLY carries its port's active MTU: both queue pairs of a connection get the smaller."""
+    ports = {"a": free_port(), "b": free_port()}
+    a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 10}, {"id": 1, "kind": "recv", "peer": "b", "bytes": 10}]
+    b = [{"id": 0, "kind": "recv", "peer": "a", "bytes": 10}, {"id": 1, "kind": "send", "peer": "a", "bytes": 10}]
+    flows, _fabric = verbs_flows({"a": program("a", ports, a), "b": program("b", ports, b)},
+                                 mtus={"a": MTU_4096, "b": MTU_1024})
+    verbs = [flows["a"].verbs, flows["b"].verbs]
+    ok(run(flows))
+    assert [[qp.path_mtu for qp in v.qps] for v in verbs] == [[MTU_1024, MTU_1024], [MTU_1024, MTU_1024]]
+
+
+def test_a_second_connection_during_the_queue_pairs_exchange_is_refused():
+    """b admitted a's connection and waits for its VINFO: another connection that says it is a, for the same
+    channel, is refused (and recorded), not admitted beside it."""
+    ports = {"a": free_port(), "b": free_port()}
+    pb = program("b", ports, [{"id": 0, "kind": "recv", "peer": "a", "bytes": 10}])
+    flow = VerbsProgramFlow(pb, TOKEN, "b", listener=VerbsProgramFlow.listen(pb), verbs=FakeVerbs(Fabric()))
+    answers = {}
+
+    def peers():
+        try:
+            with socket.create_connection((ADDR, ports["b"]), timeout=10) as first:
+                first.sendall(hello("a"))
+                answers["first"] = recv_exactly(first, 2)
+                with socket.create_connection((ADDR, ports["b"]), timeout=10) as second:
+                    second.sendall(hello("a"))
+                    answers["second"] = second.recv(300)
+        finally:
+            flow.abort("the test is done")
+
+    thread = threading.Thread(target=peers, daemon=True)
+    thread.start()
+    try:
+        assert flow.arm(time.time() + 10) is False
+    finally:
+        thread.join(10)
+        flow.close()
+    reason = "a second connection from a for channel 0"
+    assert answers == {"first": b"OK", "second": b"NO" + bytes([len(reason)]) + reason.encode()}
+    assert flow.result["refused"] == [{"peer": ADDR, "reason": reason, "name": "a", "channel": 0}]
+    assert flow.result["error"] == "not armed: the test is done"
 
 
 def test_a_tcp_program_is_not_a_verbs_peer():
-    """A verbs sender whose peer runs the TCP transport: the exchange's answer is not ``AFV1``; it is said so."""
+    """A verbs sender whose peer runs the TCP transport: the peer admits the connection and never answers the
+    queue pairs' exchange; the sender names it. The TCP peer reads the exchange as a message header, which does not
+    match its program."""
     ports = {"a": free_port(), "b": free_port()}
     pa = program("a", ports, [{"id": 0, "kind": "send", "peer": "b", "bytes": 10}])
     pb = program("b", ports, [{"id": 0, "kind": "recv", "peer": "a", "bytes": 10}], timeout=3)
     flows = {"a": VerbsProgramFlow(pa, TOKEN, "a", verbs=FakeVerbs(Fabric())),
-             "b": _harness.ProgramFlow(pb, TOKEN, "b", listener=_harness.ProgramFlow.listen(pb))}
+             "b": ProgramFlow(pb, TOKEN, "b", listener=ProgramFlow.listen(pb))}
     results = run(flows, lead=2.0)
-    assert results["a"]["status"] == "error"
-    assert "queue pair" in results["a"]["error"] or "not armed" in results["a"]["error"], results["a"]["error"]
+    assert (results["a"]["status"], results["a"]["error"]) == (
+        "error", "not armed by the deadline: b at 127.0.0.1:%d (channel 0) admitted this host's connection but never "
+                 "answered its queue pairs' exchange (is its engine verbs?)" % ports["b"])
+    # VINFO's magic and first queue pair's number (17), read as a header's iteration and send op
+    assert results["b"]["status"] == "error" and results["b"]["error"].startswith(
+        "the message from a (channel 0) does not match: this host's iteration 0 op 0 (recv from a channel 0, 10 "
+        "bytes, tag '') is matched with a's send op 17 of iteration %d " % int.from_bytes(b"AFV2", "big"))
 
 
 def test_the_exchange_is_the_documented_bytes():
-    assert VINFO.size == 4 + 4 + 4 + 2 + 16 and VREPLY.size == VINFO.size + 8 + 4 + 8
-    assert VINFO.pack(b"AFV1", 1, 2, 3, bytes(16))[:4] == b"AFV1"
+    assert VINFO.size == 4 + 4 + 4 + 2 + 16 + 1 and VREPLY.size == VINFO.size + 8 + 4 + 8 and BYE.size == 2 + 8
+    assert VINFO.pack(b"AFV2", 1, 2, 3, bytes(16), 4)[:4] == b"AFV2" and BYE.pack(b"BY", 3) == b"BY" + bytes(7) + b"\3"
 
 
 def test_the_gid_of_the_listen_address_is_found_in_a_soft_roce_sysfs_tree(tmp_path):
@@ -344,15 +334,122 @@ def test_a_device_that_cannot_be_opened_leaves_the_program_not_armed_saying_why(
                                     "such device") and flow.result["status"] == "error"
 
 
-def test_a_failed_receive_is_named_by_its_queue_pair_not_its_opcode():
-    """An error completion's opcode is undefined (rxe says 0, a send's): the receive is known by its queue pair."""
-    ports = {"a": free_port(), "b": free_port()}
-    a = [{"id": 0, "kind": "send", "peer": "b", "bytes": 1000}]
-    b = [{"id": 0, "kind": "recv", "peer": "a", "bytes": 1000}]
-    flows, fabric = verbs_flows({"a": program("a", ports, a, iterations=2, timeout=5),
-                                 "b": program("b", ports, b, iterations=2, timeout=5)})
-    fabric.fail_recv_after = 1
-    results = run(flows)
-    assert results["b"]["status"] == "error" and results["b"]["bytes_received"] == 1000
-    assert results["b"]["error"] == ("the receive on a (channel 0, verbs) failed: remote access error (10) (the "
-                                     "adapter's completion status; the queue pair is in error now)")
+# ------------------------------------------------------------------------------------------------- Pyverbs itself
+ETHERNET, INFINIBAND = 2, 1
+WRITE_WITH_IMM, SIGNALED = 1, 2
+
+
+def fake_pyverbs(monkeypatch, active_mtu=MTU_1024, link_layer=ETHERNET):
+    """pyverbs' modules as far as ``Pyverbs`` uses them (a port of ``active_mtu`` and ``link_layer``): what it asks
+    for is recorded in the namespace returned."""
+    seen = types.SimpleNamespace(to_rtr=[], to_rts=[], sends=[], gids_read=[])
+    enums = dict(IBV_PORT_ACTIVE=4, IBV_ACCESS_LOCAL_WRITE=1, IBV_ACCESS_REMOTE_WRITE=2, IBV_QPT_RC=2,
+                 IBV_QPS_INIT=1, IBV_QPS_RTR=2, IBV_QPS_RTS=3, IBV_WR_RDMA_WRITE=0,
+                 IBV_WR_RDMA_WRITE_WITH_IMM=WRITE_WITH_IMM, IBV_SEND_SIGNALED=SIGNALED, IBV_WC_SUCCESS=0,
+                 IBV_WC_RNR_RETRY_EXC_ERR=13, IBV_WC_RECV_RDMA_WITH_IMM=129, IBV_LINK_LAYER_INFINIBAND=INFINIBAND,
+                 IBV_LINK_LAYER_ETHERNET=ETHERNET)
+
+    class Given:  # the attribute and work-request classes: what they were given
+        def __init__(self, *args, **kwargs):
+            self.args = args
+            self.__dict__.update(kwargs)
+
+        def close(self):
+            pass
+
+        def req_notify(self):
+            pass
+
+        def set_wr_rdma(self, rkey, addr):
+            self.rdma = (rkey, addr)
+
+    class MR(Given):
+        buf, rkey, lkey = 0x1000, 7, 8
+
+    class QP(Given):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.qp_num = 100 + len(seen.to_rts)
+
+        def to_init(self, attr):
+            pass
+
+        def to_rtr(self, attr):
+            seen.to_rtr.append(attr)
+
+        def to_rts(self, attr):
+            seen.to_rts.append(attr)
+
+        def post_send(self, wr):
+            seen.sends.append(wr)
+
+        def post_recv(self, wr):
+            pass
+
+    class Context(Given):
+        def query_port(self, port):
+            return types.SimpleNamespace(state=4, active_mtu=active_mtu, lid=0, link_layer=link_layer)
+
+        def query_device(self):
+            return types.SimpleNamespace(max_cqe=4096, max_qp_wr=16384)
+
+        def query_gid(self, port, index):
+            seen.gids_read.append(index)
+            return types.SimpleNamespace(gid="0000:0000:0000:0000:0000:ffff:c612:64%02x" % index)
+
+    modules = {"enums": enums, "addr": dict(GID=Given, AHAttr=Given, GlobalRoute=Given),
+               "cq": dict(CQ=Given, CompChannel=Given), "device": dict(Context=Context), "mr": dict(MR=MR),
+               "pd": dict(PD=Given), "qp": dict(QP=QP, QPAttr=Given, QPCap=Given, QPInitAttr=Given),
+               "wr": dict(SGE=Given, RecvWR=Given, SendWR=Given)}
+    package = types.ModuleType("pyverbs")
+    monkeypatch.setitem(sys.modules, "pyverbs", package)
+    for name, names in modules.items():
+        module = types.ModuleType("pyverbs." + name)
+        module.__dict__.update(names)
+        setattr(package, name, module)
+        monkeypatch.setitem(sys.modules, "pyverbs." + name, module)
+    monkeypatch.setattr(verbs_module, "_event_fd", lambda before, after: 99)
+    monkeypatch.setattr(verbs_module, "find_gid_index", lambda device, port, address: (
+        {"198.18.100.1": 1}.get(address)))
+    pv = verbs_module.Pyverbs("rxe0")
+    pv.open(1000, 1000, 64)
+    return pv, seen
+
+
+def test_pyverbs_gives_a_queue_pair_the_smaller_path_mtu_and_a_bounded_rnr_retry(monkeypatch):
+    pv, seen = fake_pyverbs(monkeypatch, active_mtu=MTU_1024)
+    for remote_mtu in (MTU_4096, 2):  # a peer's port of 4096, then of 512 bytes
+        qp = pv.create_qp(4, 4)
+        assert pv.local(qp, 5, "198.18.100.1")[4] == MTU_1024  # what VINFO and VREPLY carry: this port's
+        pv.connect(qp, 5, 300, 6, 0, GID, remote_mtu, "198.18.100.1")
+    assert [attr.path_mtu for attr in seen.to_rtr] == [MTU_1024, 2]
+    # the peer's adapter waits 40.96 ms before each retry, 6 times (7 would be for ever), then fails the WRITE
+    assert [(rtr.min_rnr_timer, rts.rnr_retry) for rtr, rts in zip(seen.to_rtr, seen.to_rts)] == [(24, 6), (24, 6)]
+    assert pv.describe()["path_mtu"] == [512, 1024]
+    assert pv.rnr(13) and not pv.rnr(12) and not pv.ok(13)
+
+
+def test_pyverbs_writes_every_piece_with_the_immediate_the_last_one_flagged_and_signaled(monkeypatch):
+    pv, seen = fake_pyverbs(monkeypatch)  # buffers of 1000 bytes
+    qp = pv.create_qp(8, 1)
+    pv.post_write(qp, 4, 2500, 0x2000, 9, 1000, 7)
+    assert [(wr.wr_id, wr.opcode, wr.sg[0].args[1], wr.imm_data, wr.send_flags, wr.rdma) for wr in seen.sends] == [
+        (4, WRITE_WITH_IMM, 1000, 7, 0, (9, 0x2000)), (4, WRITE_WITH_IMM, 1000, 7, 0, (9, 0x2000)),
+        (4, WRITE_WITH_IMM, 500, IMM_LAST | 7, SIGNALED, (9, 0x2000))]
+
+
+@pytest.mark.parametrize("link_layer", [ETHERNET, INFINIBAND])
+def test_pyverbs_names_the_address_a_roce_port_has_no_gid_of(monkeypatch, link_layer):
+    """No GID guessed on a RoCE port (GID 0 is its link-local address's: the peer could not answer it); an
+    InfiniBand port has no address GIDs, its GID 0 is its own."""
+    pv, seen = fake_pyverbs(monkeypatch, link_layer=link_layer)
+    assert pv.gid_for("198.18.100.1")[0] == 1
+    if link_layer == INFINIBAND:
+        assert pv.gid_for("198.18.100.9")[0] == 0 and seen.gids_read == [1, 0]
+        return
+    with pytest.raises(verbs_module.VerbsError) as caught:
+        pv.gid_for("198.18.100.9")
+    assert str(caught.value) == ("rxe0 port 1 has no RoCE v2 GID of 198.18.100.9 (the local address of this host's "
+                                 "program connection): put the address on the device's network interface, or give "
+                                 "verbs.gid_index")
+    assert seen.gids_read == [1]

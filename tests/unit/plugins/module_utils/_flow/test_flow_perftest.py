@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 import pytest
 from ansible_collections.aifabric.lab.plugins.module_utils._flow import perftest
@@ -278,3 +279,45 @@ def test_listen_fails_on_a_taken_port_in_the_modules_process(tmp_path, monkeypat
         assert perftest.PerftestEngine().listen(spec) is None
     finally:
         holder.close()
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.5])
+def test_a_perftest_flow_with_a_start_offset_counts_its_completion_from_the_common_instant(monkeypatch, offset):
+    """A step's late joiner over perftest (FlowSpec.start_offset), fired with the common instant: it starts at the
+    instant plus its offset (its own instant, start_at; woken 2.5 ms after it here), late_s is against its own
+    instant, and its completion (to perftest's exit) counts from the common instant. perftest itself is stood in for
+    by its captured output, the port counter by one that saw nothing (the flow is then timed from start to exit)."""
+    from ansible_collections.aifabric.lab.plugins.module_utils._flow.engine import FlowSpec, PerftestOptions
+
+    woke_late = 0.0025
+    waited = []
+
+    def late_wake(instant):  # the instant has passed: no wait
+        waited.append(instant)
+        return instant + woke_late
+
+    class Unmoved:
+        first = last = None
+
+        def __init__(self, *_args):
+            pass
+
+        def packets(self):
+            return 0
+
+    monkeypatch.setattr(perftest, "sleep_until", late_wake)
+    monkeypatch.setattr(perftest, "set_normal", lambda: None)
+    monkeypatch.setattr(perftest, "WireWatch", Unmoved)
+    flow = perftest.PerftestClient(FlowSpec(role="client", address="127.0.0.1", port=18515, token="t",
+                                            volume=65536 * 200, flow_id="w2", timeout=10.0, start_offset=offset))
+    flow.opts = PerftestOptions(device="rxe0")
+    monkeypatch.setattr(flow, "_run", lambda timeout, watch: (fixture("4.5_write_gbits_n.client.txt"), 0, False))
+    common = time.time() - 1.0
+    result = flow.fire(common)
+    assert result["status"] == "ok", result["error"]
+    assert waited == [common + offset]
+    assert result.get("start_offset_s") == (offset or None)
+    assert result["start_at"] == common + offset
+    assert result["late_s"] == woke_late and result["start"] == common + offset + woke_late
+    assert result["setup_s"] == 0.0 and result["teardown_s"] == 0.0  # no wire times: first byte at the start
+    assert result["completion_s"] - result["duration_s"] == pytest.approx(offset + woke_late, abs=2e-6)

@@ -118,6 +118,41 @@ def test_lateness_is_the_wake_after_the_instant_and_the_completion_counts_from_t
     assert result["completion_s"] - result["duration_s"] == pytest.approx(woke_late, abs=2e-6)  # each rounded to 1 us
 
 
+@pytest.mark.parametrize("offset", [0.0, 0.3])
+def test_a_flow_with_a_start_offset_starts_after_the_common_instant_and_counts_its_completion_from_it(monkeypatch,
+                                                                                                      offset):
+    """A step's late joiner (FlowSpec.start_offset) is fired with the common instant: it starts at the instant plus
+    its offset (its own instant, start_at), late_s is against its own instant (a wake 2.5 ms after it, set here), and
+    its completion, and each stream's, counts from the common instant: its duration plus the offset and the lateness.
+    A flow without an offset says none."""
+    woke_late = 0.0025
+
+    def late_wake(instant):
+        sleep_until(instant)
+        return instant + woke_late
+
+    monkeypatch.setattr(_tcp, "sleep_until", late_wake)
+    port = free_port()
+    thread, server = serve_in_thread(port, expected=2)
+    flow = TcpEngine().client(FlowSpec(role="client", address=ADDR, port=port, token="tok", volume=5_000_000,
+                                       flow_id="w2", streams=2, timeout=10.0, start_offset=offset))
+    try:
+        assert flow.arm(time.monotonic() + 5) is True, flow.result["error"]
+        common = time.time() + 0.2
+        result = flow.fire(common)
+    finally:
+        flow.close()
+    thread.join(5)
+    assert result["status"] == "ok", result["error"]
+    assert result.get("start_offset_s") == (offset or None)
+    assert result["start_at"] == common + offset
+    assert result["late_s"] == woke_late and result["start"] == common + offset + woke_late
+    assert result["completion_s"] - result["duration_s"] == pytest.approx(offset + woke_late, abs=2e-6)
+    assert result["completion_s"] == pytest.approx(max(result["stream_completion_s"]), abs=1e-5)
+    assert min(result["stream_completion_s"]) >= offset + woke_late
+    assert server["status"] == "ok" and server["bytes"] == 5_000_000
+
+
 def test_wrong_token_is_refused_and_listed():
     port = free_port()
     thread, server = serve_in_thread(port, timeout=1.0)

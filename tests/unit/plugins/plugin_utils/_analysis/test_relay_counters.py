@@ -18,14 +18,9 @@ from ansible_collections.aifabric.lab.plugins.plugin_utils._plan.experiment impo
 from ansible_collections.aifabric.lab.plugins.plugin_utils._report.text import render_text
 from ansible_collections.aifabric.lab.plugins.plugin_utils._run.model import Step, StepPlan, build_run, step_plans
 
-# two machines of two NICs (m1r1 m1r2, m2r1 m2r2), NIC r on rail r; m2r2 the sink of an incast of the other three
-GROUPS = {"leaves": ["rail1", "rail2"], "spines": ["spine1"], "workers": ["m1r1", "m1r2", "m2r1"], "sinks": ["m2r2"]}
-HOSTVARS = {"rail1": {"lab_subnet": "198.18.1.0/24", "lab_rail_relay": True, "lab_relay_rate": "4gbit"},
-            "rail2": {"lab_subnet": "198.18.2.0/24"},
-            "m1r1": {"lab_leaf": "rail1", "lab_address": "198.18.1.11", "lab_machine": "m1"},
-            "m1r2": {"lab_leaf": "rail2", "lab_address": "198.18.2.11", "lab_machine": "m1"},
-            "m2r1": {"lab_leaf": "rail1", "lab_address": "198.18.1.12", "lab_machine": "m2"},
-            "m2r2": {"lab_leaf": "rail2", "lab_address": "198.18.2.12", "lab_machine": "m2"}}
+# the rails of two machines of two NICs (m1r1 m1r2, m2r1 m2r2; the rails_inventory fixture, conftest.py one folder
+# up), NIC r on rail r, one spine, a 4gbit relay; m2r2 the sink of an incast of the other three
+INCAST = {"workers": ["m1r1", "m1r2", "m2r1"], "sinks": ["m2r2"]}
 
 V = 1_000_000_000  # each flow's payload
 R = 10 * 8948  # m1r1's retransmitted payload: 10 segments at MTU 9000
@@ -33,11 +28,9 @@ HEADER = 66  # bytes per packet (_model.fair_share.HEADERS_PER_PACKET["tcp"])
 PACKETS = 223_526  # m1r2's eth0: its own flow's packets and m1r1's it forwarded
 
 
-def _plans(relay=True, pattern="incast", groups=None):
-    groups = GROUPS if groups is None else groups
-    hostvars = dict(HOSTVARS)
-    if not relay:
-        hostvars["rail1"] = {"lab_subnet": "198.18.1.0/24"}
+def _plans(rails_inventory, relay=True, pattern="incast", hosts=None):
+    groups, hostvars = rails_inventory(**(INCAST if hosts is None else hosts), spines=1, relay_rate="4gbit",
+                                       relay=relay)
     fab = fabric_topology(groups, hostvars, prefix="aflt-x-", host_rate="1gbit", uplink_rate="1gbit")
     the_plan = plan({"name": "x", "pattern": pattern, "volume": "1GB", "fabric": {}}, groups, hostvars,
                     line_rate="1gbit", fabric=fab)
@@ -59,11 +52,11 @@ def _counters(counted):
                    "after": _snap(9, 5000 + b, 40 + p)} for host, (b, p) in counted.items()}
 
 
-def _step(counted, relay=True):
+def _step(rails_inventory, counted, relay=True):
     records = {"x": [{"host": h, "flow_id": h, "status": "ok", "bytes": V, "volume_bytes": V, "completion_s": 8.2,
                       "gbps": 0.97, "late_s": 0.0001} for h in ("m1r1", "m1r2", "m2r1")]}
     records["x"][0].update(retransmits=10, bytes_retrans=R)
-    run = build_run(records, _plans(relay), {"x": _counters(counted)})
+    run = build_run(records, _plans(rails_inventory, relay), {"x": _counters(counted)})
     return run.steps[0]
 
 
@@ -74,8 +67,8 @@ RELAYING = 2 * V + R + PACKETS * HEADER
 QUIET = (6 * HEADER, 6)
 
 
-def test_the_relay_books_by_hand():
-    books = relay_books(_step({"m1r2": (RELAYING, PACKETS)}))
+def test_the_relay_books_by_hand(rails_inventory):
+    books = relay_books(_step(rails_inventory, {"m1r2": (RELAYING, PACKETS)}))
     assert books["m1r2"] == {"link": "m1r2->rail2", "payload": V, "retrans": 0, "by_relay": {},
                              "relayed_for": {"m1r1": V + R}}
     assert books["m1r1"] == {"link": "m1r1->rail1", "payload": 0, "retrans": 0, "by_relay": {"m1r1->m1r2": V},
@@ -84,14 +77,14 @@ def test_the_relay_books_by_hand():
     # the sink forwards nothing: its machine's m2r1 relays to it, the destination
     assert books["m2r2"] == {"link": "m2r2->rail2", "payload": 0, "retrans": 0, "by_relay": {}, "relayed_for": {}}
     # another fabric (the same rails without the relay), or the netns lab: no relay books, the books as they were
-    assert relay_books(_step({}, relay=False)) is None
+    assert relay_books(_step(rails_inventory, {}, relay=False)) is None
     assert relay_books(Step(name="x", plan=StepPlan(), flows=[])) is None
 
 
-def test_what_the_check_misread_before():
+def test_what_the_check_misread_before(rails_inventory):
     """The issue: without the plan's paths, m1r2's eth0 carries m1r1's forwarded gigabyte beside its own, and m1r1's
     (and m2r1's) eth0 nothing of theirs: the one DISAGREES by +98.5%, the others by -100%."""
-    step = _step({"m1r2": (RELAYING, PACKETS), "m1r1": QUIET, "m2r1": QUIET})
+    step = _step(rails_inventory, {"m1r2": (RELAYING, PACKETS), "m1r1": QUIET, "m2r1": QUIET})
     report = analyze_step(step)
     old = step_counters(report, step.counters)  # the books without the relay's (what _with_counters gave)
     checks = {h: c["checks"][0] for h, c in old["hosts"].items() if c["checks"]}
@@ -104,8 +97,8 @@ def test_what_the_check_misread_before():
     assert len(old["disagreements"]) == 3
 
 
-def test_a_relaying_nic_counts_what_it_forwarded_and_agrees():
-    step = _step({"m1r2": (RELAYING, PACKETS), "m1r1": QUIET, "m2r1": QUIET})
+def test_a_relaying_nic_counts_what_it_forwarded_and_agrees(rails_inventory):
+    step = _step(rails_inventory, {"m1r2": (RELAYING, PACKETS), "m1r1": QUIET, "m2r1": QUIET})
     report = analyze_step(step)
     counters = report["counters"]
     assert counters["disagreements"] == []
@@ -125,9 +118,9 @@ def test_a_relaying_nic_counts_what_it_forwarded_and_agrees():
     assert "m1r1         all its 1000000000 bytes left by m1r1->m1r2" in text
 
 
-def test_a_relaying_nic_off_by_more_than_the_tolerance_still_disagrees():
+def test_a_relaying_nic_off_by_more_than_the_tolerance_still_disagrees(rails_inventory):
     # 20 MB of someone else's traffic on m1r2's eth0: 20,000,000 / 2,014,842,196 = +0.99% > 0.5%
-    step = _step({"m1r2": (RELAYING + 20_000_000, PACKETS), "m1r1": QUIET, "m2r1": QUIET})
+    step = _step(rails_inventory, {"m1r2": (RELAYING + 20_000_000, PACKETS), "m1r1": QUIET, "m2r1": QUIET})
     counters = analyze_step(step)["counters"]
     (check,) = counters["hosts"]["m1r2"]["checks"]
     assert not check["agrees"] and check["difference"] == pytest.approx(20_000_000 / 2_014_842_196, abs=1e-6)
@@ -138,20 +131,20 @@ def test_a_relaying_nic_off_by_more_than_the_tolerance_still_disagrees():
     assert counters["verdict"].endswith("the books disagree by more than 0.5% (see below)")
     # m1r1's stream never reached m1r2's eth0 (it went by the spine, against the plan): -49.6%, a disagreement too
     alone = V + (PACKETS // 2) * HEADER
-    counters = analyze_step(_step({"m1r2": (alone, PACKETS // 2)}))["counters"]
+    counters = analyze_step(_step(rails_inventory, {"m1r2": (alone, PACKETS // 2)}))["counters"]
     (check,) = counters["hosts"]["m1r2"]["checks"]
     assert not check["agrees"] and check["difference"] == pytest.approx(
         alone / (2 * V + R + (PACKETS // 2) * HEADER) - 1, abs=1e-6) and check["difference"] < -0.49
 
 
-def test_a_nic_that_relays_and_sends_part_of_its_own_elsewhere_books_both():
+def test_a_nic_that_relays_and_sends_part_of_its_own_elsewhere_books_both(rails_inventory):
     """The ring m1r1 -> m2r2 -> m1r2 -> m2r1 -> m1r1: m1r1's own flow leaves by its relay (m1r2 forwards it), and
     m1r1 forwards m1r2's flow to m2r1. Its eth0 carried m1r2's gigabyte, not its own: the old check agreed by
     accident (the bytes blamed on m1r1); the books now say whose they are."""
-    groups = {"leaves": ["rail1", "rail2"], "spines": ["spine1"], "workers": ["m1r1", "m2r2", "m1r2", "m2r1"]}
-    plans = _plans(pattern="ring", groups=groups)
+    ring = ["m1r1", "m2r2", "m1r2", "m2r1"]
+    plans = _plans(rails_inventory, pattern="ring", hosts={"workers": ring})
     records = {"x": [{"host": h, "flow_id": h, "status": "ok", "bytes": V, "volume_bytes": V, "completion_s": 8.2,
-                      "gbps": 0.97, "late_s": 0.0001} for h in groups["workers"]]}
+                      "gbps": 0.97, "late_s": 0.0001} for h in ring]}
     packets = 111_763
     counted = {"m1r1": (V + packets * HEADER, packets), "m1r2": (V + packets * HEADER, packets)}
     step = build_run(records, plans, {"x": _counters(counted)}).steps[0]
@@ -165,11 +158,11 @@ def test_a_nic_that_relays_and_sends_part_of_its_own_elsewhere_books_both():
     assert counters["disagreements"] == []
 
 
-def test_without_the_relay_the_books_are_the_hosts_own():
+def test_without_the_relay_the_books_are_the_hosts_own(rails_inventory):
     """The same rails without the relay: every flow out of its NIC's own eth0 (m1r1's by the spine); the checks have
     none of the relay's fields, and 20 MB more is a disagreement as before."""
     counted = {"m1r2": (V + 111_763 * HEADER, 111_763), "m1r1": (V + R + 111_763 * HEADER, 111_763)}
-    counters = analyze_step(_step(counted, relay=False))["counters"]
+    counters = analyze_step(_step(rails_inventory, counted, relay=False))["counters"]
     assert counters["disagreements"] == []
     check = counters["hosts"]["m1r1"]["checks"][0]
     assert set(check) == {"counter", "bytes", "packets", "expected_bytes", "headers_per_packet", "retrans_bytes",
@@ -177,6 +170,6 @@ def test_without_the_relay_the_books_are_the_hosts_own():
     assert check["expected_bytes"] == V + R + 111_763 * HEADER and check["retrans_bytes"] == R
     # by hand: 1,000,000,000 + 111,763 x 66 = 1,007,376,358 expected; 20,000,000 more is +1.99%
     counted["m1r2"] = (V + 20_000_000 + 111_763 * HEADER, 111_763)
-    assert analyze_step(_step(counted, relay=False))["counters"]["disagreements"] == [
+    assert analyze_step(_step(rails_inventory, counted, relay=False))["counters"]["disagreements"] == [
         "m1r2: the application moved 1000000000 bytes but netdev eth0 tx counted 1027376358 (+1.99% from the "
         "1007376358 expected with 66 bytes of headers per packet)"]

@@ -23,15 +23,6 @@ CLOS_VARS = {"leaf1": {"lab_subnet": "198.18.1.0/24", "lab_pod": 1, "lab_supersp
              "w1": {"lab_leaf": "leaf1", "lab_address": "198.18.1.11"},
              "w2": {"lab_leaf": "leaf2", "lab_address": "198.18.2.11"}}
 
-RAIL_GROUPS = {"leaves": ["rail1", "rail2"], "spines": ["spine1", "spine2"],
-               "workers": ["m1r1", "m1r2", "m2r1", "m2r2"]}
-RAIL_VARS = {"rail1": {"lab_subnet": "198.18.1.0/24", "lab_rail_relay": True, "lab_relay_rate": "10gbit"},
-             "rail2": {"lab_subnet": "198.18.2.0/24"},
-             "m1r1": {"lab_leaf": "rail1", "lab_address": "198.18.1.11", "lab_machine": "m1"},
-             "m1r2": {"lab_leaf": "rail2", "lab_address": "198.18.2.11", "lab_machine": "m1"},
-             "m2r1": {"lab_leaf": "rail1", "lab_address": "198.18.1.12", "lab_machine": "m2"},
-             "m2r2": {"lab_leaf": "rail2", "lab_address": "198.18.2.12", "lab_machine": "m2"}}
-
 
 def test_a_3_tier_clos_from_the_inventory():
     fab = fabric_topology(CLOS_GROUPS, CLOS_VARS, prefix="aflt-x-", uplink_rate="1gbit", host_rate="1gbit")
@@ -48,8 +39,9 @@ def test_a_3_tier_clos_from_the_inventory():
     assert fabric_links(fab)["spine2->super2"]["tier"] == "superuplink"
 
 
-def test_rails_from_the_inventory_with_the_relay():
-    fab = fabric_topology(RAIL_GROUPS, RAIL_VARS, prefix="aflt-x-")
+def test_rails_from_the_inventory_with_the_relay(rails_inventory):
+    # two machines of two NICs, every NIC a worker, two spines (the rails_inventory fixture, conftest.py one folder up)
+    fab = fabric_topology(*rails_inventory(spines=2, relay_rate="10gbit"), prefix="aflt-x-")
     assert fab["hosts"][1] == {"name": "m1r2", "namespace": "aflt-x-m1r2", "leaf": "rail2",
                                "address": "198.18.2.11/24", "machine": "m1"}
     assert fab["relay"] is True and fab["relay_rate"] == "10gbit"
@@ -58,8 +50,7 @@ def test_rails_from_the_inventory_with_the_relay():
     assert equal_cost_paths(fab, "m1r1", "m2r1") == [["m1r1->rail1", "rail1->m2r1"]]
     assert equal_cost_paths(fab, "m1r1", "m1r2") == [["m1r1->m1r2"]]
     # without the relay: across rails through every spine
-    plain_vars = dict(RAIL_VARS, rail1={"lab_subnet": "198.18.1.0/24"})
-    plain = fabric_topology(RAIL_GROUPS, plain_vars, prefix="aflt-x-")
+    plain = fabric_topology(*rails_inventory(spines=2, relay=False), prefix="aflt-x-")
     assert "relay" not in plain
     assert equal_cost_paths(plain, "m1r1", "m2r2") == [
         ["m1r1->rail1", "rail1->spine%d" % k, "spine%d->rail2" % k, "rail2->m2r2"] for k in (1, 2)]
