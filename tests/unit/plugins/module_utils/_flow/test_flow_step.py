@@ -164,11 +164,14 @@ def test_a_flow_that_cannot_arm_aborts_the_step_at_once_with_the_cause(lab_facto
 def test_the_controller_aborts_a_step_whose_host_failed_to_start(lab_factory):
     lab = lab_factory(["sink", "w1", "w2"])
     lab.start("sink", servers=[lab.server(2)])
-    lab.start("w1", clients=[lab.client("w1")])
+    # start() returns before the daemon has connected: on a loaded machine w1's daemon may reach the rendezvous
+    # only after the abort ended the step, and then retries it (and its flow's server) until its own arm_timeout,
+    # kept short here so that both ways end soon: told to abort, or out of time
+    lab.start("w1", clients=[lab.client("w1")], arm_timeout=3.0)
     record = lab.collect(missing=["w2"])
     assert record["status"] == "aborted"
     assert "w2 failed before arming (not in the play any more: failed, unreachable" in record["error"]
-    assert wait_gone(lab.pids)
+    assert wait_gone(lab.pids, timeout=30)
 
 
 def test_stop_ends_a_part_waiting_for_its_rendezvous_and_returns_what_it_has(lab_factory):
