@@ -133,6 +133,15 @@ def _repeatability(report, experiments):
             entry["figure"] = "collective time_s"
             figures = cv([r["time_s"] for r in reps if r["status"] == "ok"])
             entry["planned"], entry["ok"] = len(reps), len([r for r in reps if r["status"] == "ok"])
+        # a job repeats itself within a step: the draft's figure is the CV of its iteration times (every ok step's)
+        series = [t for n in names if by_name[n]["status"] == "ok"
+                  for t in ((by_name[n].get("job") or {}).get("series_s") or []) if t is not None]
+        if len(series) > 1:
+            entry["figure"] = "job iteration_s"
+            figures = cv(series)
+            entry["planned"] = sum(len((by_name[n].get("job") or {}).get("series_s") or [])
+                                   for n in names) or len(series)
+            entry["ok"] = len(series)
         if figures:
             entry.update(figures)
             entry["statement"] = "%s over %d iterations: mean %.6f s, standard deviation %.6f s, CV %.2f%%" % (

@@ -61,6 +61,15 @@ def test_the_worked_example_reconciles_with_the_hand_arithmetic():
     assert report["experiments"][0]["job"]["algorithm"] == j["algorithm"]
 
 
+def test_the_repeatability_of_a_job_is_over_its_iterations_not_its_one_step():
+    p = the_plan()
+    (rep,) = build_report(run_from_records([record(p, k=1.1)], p))["test_report"]["repeatability"]
+    # one step of 2 iterations of 99 ms each (the worked example's 90 ms, 1.1 times slower)
+    assert rep["figure"] == "job iteration_s" and rep["iterations"] == 2 and rep["ok"] == 2
+    assert rep["statement"] == ("job iteration_s over 2 iterations: mean 0.099000 s, standard deviation 0.000000 s, "
+                                "CV 0.00%")
+
+
 def test_the_measurement_beside_the_prediction_gives_the_deviation_per_iteration():
     p = the_plan()
     (s,) = build_report(run_from_records([record(p, k=1.1)], p))["steps"]
